@@ -1,0 +1,35 @@
+"""Exception classes. Every error names what was wrong, where, and why."""
+
+from __future__ import annotations
+
+
+class ConstrainedError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class ToolDefinitionError(ConstrainedError, ValueError):
+    """A tool definition cannot be used: no name, a duplicate name, or
+    parameters that are not an object schema. The message names the tool
+    (or its position in the list when it has no name)."""
+
+
+class SchemaError(ConstrainedError, ValueError):
+    """A schema is malformed where the normalizer has to read it
+    (an unknown ``type`` name, ``required`` that is not a list of strings).
+
+    ``tool`` is the tool's name (or ``None`` outside a tool) and ``path`` the
+    JSON Pointer of the offending subschema inside the tool's parameters.
+    """
+
+    def __init__(self, message: str, *, tool: str | None = None, path: str = "") -> None:
+        self.tool = tool
+        self.path = path
+        self.reason = message
+        where = f"tool {tool!r}, " if tool is not None else ""
+        super().__init__(f"{where}schema at {path or '/'}: {message}")
+
+
+class UnsatisfiableSchemaError(SchemaError):
+    """Conjunctive keywords (``allOf``, keys beside ``$ref``/``anyOf``) merge
+    into a schema no value can satisfy, e.g. ``minLength: 5`` with
+    ``maxLength: 3`` or two disjoint ``enum`` lists."""

@@ -1,0 +1,61 @@
+"""The string formats enforced during generation, each as one regular expression.
+
+The grammar emitters and :func:`format_matches` share these patterns, so what
+the constraint lets through is exactly what the frame check accepts. They use
+no look-around or back-references (the token automaton has neither) and match
+the whole string. Dates are exact, leap years included.
+"""
+
+from __future__ import annotations
+
+import re
+
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(\.{_OCTET}){{3}}"
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"({_H16}:{_H16}|{_IPV4})"
+_IPV6 = (
+    "("
+    + "|".join(
+        [
+            rf"({_H16}:){{6}}{_LS32}",
+            rf"::({_H16}:){{5}}{_LS32}",
+            rf"({_H16})?::({_H16}:){{4}}{_LS32}",
+            rf"(({_H16}:){{0,1}}{_H16})?::({_H16}:){{3}}{_LS32}",
+            rf"(({_H16}:){{0,2}}{_H16})?::({_H16}:){{2}}{_LS32}",
+            rf"(({_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+            rf"(({_H16}:){{0,4}}{_H16})?::{_LS32}",
+            rf"(({_H16}:){{0,5}}{_H16})?::{_H16}",
+            rf"(({_H16}:){{0,6}}{_H16})?::",
+        ]
+    )
+    + ")"
+)
+_LEAP_YEAR = r"([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+_DATE = (
+    r"([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
+    r"|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+    r"|02-(0[1-9]|1[0-9]|2[0-8]))"
+    rf"|{_LEAP_YEAR}-02-29)"
+)
+_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+
+FORMAT_PATTERNS: dict[str, str] = {
+    "date-time": rf"{_DATE}[Tt]{_TIME}",
+    "date": _DATE,
+    "time": _TIME,
+    "uuid": r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
+    "email": r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + rf"{_LABEL}(\.{_LABEL})*",
+    "uri": r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*",
+    "ipv4": _IPV4,
+    "ipv6": _IPV6,
+    "hostname": rf"{_LABEL}(\.{_LABEL})*",
+}
+
+_COMPILED = {name: re.compile(pattern) for name, pattern in FORMAT_PATTERNS.items()}
+
+
+def format_matches(format_name: str, text: str) -> bool:
+    """Whether ``text`` is in ``format_name`` as the constraint enforces it."""
+    return _COMPILED[format_name].fullmatch(text) is not None

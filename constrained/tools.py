@@ -1,0 +1,309 @@
+"""Tool loading: every accepted way of writing a tool becomes one ``Tool``.
+
+The normalizer, the emitters and the parser all read ``Tool`` only, so the
+differences between OpenAI tools, bare function dicts, MCP ``tools/list``
+results, Pydantic models and BFCL definitions are settled here, once, and a
+definition that cannot work is reported here, by the tool's name, before any
+schema is compiled.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ToolDefinitionError
+
+__all__ = ["Tool", "load_tools", "load_tools_file"]
+
+_FORMATS = ("openai", "function", "mcp", "pydantic", "bfcl")
+
+# BFCL's own type names and what BFCL maps them to; None means untyped (BFCL's
+# ``any``: any value). JSON Schema's own names are left as they are.
+_BFCL_TYPES: dict[str, str | None] = {
+    "dict": "object",
+    "float": "number",
+    "tuple": "array",
+    "list": "array",
+    "bool": "boolean",
+    "any": None,
+    "Any": None,
+    "byte": "integer",
+    "short": "integer",
+    "long": "integer",
+    "Bigint": "integer",
+    "double": "number",
+    "char": "string",
+    "String": "string",
+    "ArrayList": "array",
+    "Array": "array",
+    "Queue": "array",
+    "Stack": "array",
+    "HashMap": "object",
+    "Hashtable": "object",
+}
+
+# Keywords whose value is a schema, a list of schemas, or a map of schemas.
+# Only these are followed, so a property *named* "type", or an enum or default
+# value that happens to look like a schema, is never rewritten.
+_ONE_SCHEMA = frozenset({
+    "additionalProperties", "additionalItems", "unevaluatedProperties",
+    "unevaluatedItems", "items", "contains", "propertyNames", "not", "if",
+    "then", "else", "contentSchema",
+})
+_SCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_MAP = frozenset({
+    "properties", "patternProperties", "$defs", "definitions",
+    "dependentSchemas", "dependencies",
+})
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool, whatever form it was written in.
+
+    ``parameters`` is the JSON Schema of the arguments as a plain dict: a deep
+    copy of the input (callers may keep editing theirs), BFCL type names
+    already mapped, a boolean schema written as its dict equivalent. ``source``
+    records the input form ("openai", "function", "mcp", "pydantic", "bfcl")
+    for messages and round trips.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    source: str
+
+
+def load_tools(source: object, *, format: str | None = None) -> list[Tool]:
+    """Load tools from any accepted form, detected per entry (mixed lists are
+    fine); ``format`` forces one form and rejects entries not written in it.
+
+    Accepts a list of entries or a single entry, an MCP ``tools/list`` result
+    ``{"tools": [...]}`` and its JSON-RPC envelope. Raises ToolDefinitionError
+    naming the tool (or ``tools[i]``) for anything that cannot be used.
+    """
+    if format is not None and format not in _FORMATS:
+        raise ToolDefinitionError(
+            f"unknown tool format {format!r}; expected one of {', '.join(map(repr, _FORMATS))}"
+        )
+    tools: list[Tool] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(_entries(source)):
+        tool = _load_entry(entry, index, format)
+        if tool.name in seen:
+            raise ToolDefinitionError(
+                f"tool {tool.name!r} is defined twice: tools[{seen[tool.name]}] and tools[{index}]"
+            )
+        seen[tool.name] = index
+        tools.append(tool)
+    return tools
+
+
+def load_tools_file(path: str | os.PathLike[str], *, format: str | None = None) -> list[Tool]:
+    """Read a JSON file (a list or an object in any form ``load_tools``
+    accepts) and load its tools; invalid JSON is a ToolDefinitionError so
+    callers such as the command line handle one error type."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolDefinitionError(f"{os.fspath(path)}: not valid JSON: {exc}") from exc
+    return load_tools(data, format=format)
+
+
+def _entries(source: object) -> list[object]:
+    """The tool entries in ``source``, unwrapping a JSON-RPC envelope and an
+    MCP ``tools/list`` result; anything else is one entry or a list of them."""
+    if isinstance(source, dict):
+        if "jsonrpc" in source:
+            result = source.get("result")
+            if not isinstance(result, dict):
+                raise ToolDefinitionError(
+                    f"JSON-RPC response has no result object (keys: {_keys(source)})"
+                )
+            source = result
+        if "tools" in source and "name" not in source:
+            tools = source["tools"]
+            if not isinstance(tools, list):
+                raise ToolDefinitionError(
+                    f"'tools' must be a list of tools, got {type(tools).__name__}"
+                )
+            return list(tools)
+        return [source]
+    if isinstance(source, (list, tuple)):
+        return list(source)
+    return [source]
+
+
+def _detect(entry: object) -> str | None:
+    """The form ``entry`` is written in, or None when it is none of them."""
+    if inspect.isclass(entry) and callable(getattr(entry, "model_json_schema", None)):
+        return "pydantic"
+    if not isinstance(entry, dict):
+        return None
+    if entry.get("type") == "function" and "function" in entry:
+        return "openai"
+    if "inputSchema" in entry:
+        return "mcp"
+    if "name" in entry or "parameters" in entry:
+        return "bfcl" if _uses_bfcl_types(entry.get("parameters")) else "function"
+    return None
+
+
+def _load_entry(entry: object, index: int, format: str | None) -> Tool:
+    """Build the Tool for one entry, checking its name and parameters."""
+    form = _detect(entry)
+    if format is not None and form is not None and {form, format} <= {"function", "bfcl"}:
+        form = format  # the two share a shape; the caller decides whether types are mapped
+    if form is None or (format is not None and form != format):
+        expected = (
+            f"a tool definition in format {format!r}" if format is not None
+            else "an OpenAI tool {type: function, function: {...}}, a function "
+            "{name, description, parameters}, an MCP tool {name, description, "
+            "inputSchema} or a Pydantic model class"
+        )
+        if isinstance(entry, dict):
+            found = f"keys: {_keys(entry)}"
+        elif inspect.isclass(entry):
+            found = f"class {entry.__name__}"
+        else:
+            found = type(entry).__name__
+        raise ToolDefinitionError(
+            f"{_label(entry, index)}: cannot recognise the tool definition ({found}); expected {expected}"
+        )
+
+    if form == "pydantic":
+        cls: Any = entry
+        where = f"tool {cls.__name__!r}"
+        try:
+            raw = cls.model_json_schema()
+        except Exception as exc:  # user code: report it against the tool
+            raise ToolDefinitionError(f"{where}: model_json_schema() failed: {exc}") from exc
+        params = _parameters(raw, where, bfcl=False)
+        # The class's own docstring only: inspect.getdoc would fall back to
+        # BaseModel's docstring for a model that has none.
+        doc = cls.__doc__
+        description = inspect.cleandoc(doc) if doc else params.get("description")
+        return Tool(cls.__name__, _description(description, where), params, form)
+
+    assert isinstance(entry, dict)
+    fields = entry
+    if form == "openai":
+        fields = entry["function"]
+        if not isinstance(fields, dict):
+            raise ToolDefinitionError(
+                f"tools[{index}]: 'function' must be an object, got {type(fields).__name__}"
+            )
+    name = fields.get("name")
+    if name is None:
+        raise ToolDefinitionError(f"tools[{index}]: tool has no name")
+    if not isinstance(name, str) or not name:
+        raise ToolDefinitionError(f"tools[{index}]: tool name must be a non-empty string, got {name!r}")
+    where = f"tool {name!r}"
+    key = "inputSchema" if form == "mcp" else "parameters"
+    raw = fields.get(key, {"type": "object", "properties": {}})
+    return Tool(name, _description(fields.get("description"), where),
+                _parameters(raw, where, bfcl=form == "bfcl"), form)
+
+
+def _description(value: object, where: str) -> str:
+    """The description as a string; a missing one is empty."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ToolDefinitionError(f"{where}: description must be a string, got {type(value).__name__}")
+    return value
+
+
+def _parameters(raw: object, where: str, *, bfcl: bool) -> dict[str, Any]:
+    """A private copy of the parameters schema, checked to describe an object
+    (arguments are always a JSON object) and with BFCL types mapped."""
+    if isinstance(raw, bool):
+        # Same meaning, dict form: every later stage can assume a dict.
+        return {} if raw else {"not": {}}
+    if not isinstance(raw, dict):
+        raise ToolDefinitionError(
+            f"{where}: parameters must be a JSON object or boolean schema, got {type(raw).__name__}"
+        )
+    params = copy.deepcopy(raw)
+    if bfcl:
+        _map_bfcl_types(params)
+    declared = params.get("type", "object")
+    if declared != "object" and not (isinstance(declared, list) and "object" in declared):
+        raise ToolDefinitionError(f"{where}: parameters must be an object schema, got type {declared!r}")
+    return params
+
+
+def _subschemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``schema`` and every schema nested in it, depth first."""
+    yield schema
+    for key, value in schema.items():
+        if key in _SCHEMA_MAP and isinstance(value, dict):
+            children = list(value.values())
+        elif key in _SCHEMA_LIST and isinstance(value, list):
+            children = value
+        elif key in _ONE_SCHEMA:
+            children = [value]
+        else:
+            continue
+        for child in children:
+            if isinstance(child, dict):
+                yield from _subschemas(child)
+
+
+def _type_names(schema: dict[str, Any]) -> list[object]:
+    """The names in a schema's ``type`` (a string or a list of them)."""
+    declared = schema.get("type")
+    if isinstance(declared, list):
+        return declared
+    return [declared] if isinstance(declared, str) else []
+
+
+def _uses_bfcl_types(parameters: object) -> bool:
+    """Whether a schema uses a type name only BFCL has (``dict``, ``float``...)."""
+    return isinstance(parameters, dict) and any(
+        isinstance(name, str) and name in _BFCL_TYPES
+        for schema in _subschemas(parameters)
+        for name in _type_names(schema)
+    )
+
+
+def _map_bfcl_types(parameters: dict[str, Any]) -> None:
+    """Rewrite BFCL type names to JSON Schema in place (on our own copy), as
+    BFCL does, except that ``any`` drops ``type`` (any value) where BFCL
+    would say string."""
+    for schema in list(_subschemas(parameters)):
+        if "type" not in schema:
+            continue
+        mapped = [
+            _BFCL_TYPES.get(name, name) if isinstance(name, str) else name
+            for name in _type_names(schema)
+        ]
+        if None in mapped:
+            del schema["type"]
+        elif isinstance(schema["type"], list):
+            schema["type"] = [t for i, t in enumerate(mapped) if t not in mapped[:i]]
+        elif mapped:
+            schema["type"] = mapped[0]
+
+
+def _label(entry: object, index: int) -> str:
+    """How a message names an entry: by its name when it has a usable one."""
+    if isinstance(entry, dict):
+        fields = entry.get("function") if isinstance(entry.get("function"), dict) else entry
+        name = fields.get("name")
+        if isinstance(name, str) and name:
+            return f"tool {name!r}"
+    return f"tools[{index}]"
+
+
+def _keys(entry: dict[str, Any]) -> str:
+    """The keys of a dict, for messages."""
+    return ", ".join(map(repr, entry)) or "none"
