@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Union
+from typing import Any, ClassVar, Mapping, Union, get_args
 
 JSONValue = Union[None, bool, int, float, str, list, dict]
 
@@ -155,19 +155,7 @@ Frame = Union[
     FreeFrame,
 ]
 
-FRAME_TYPES: tuple[type, ...] = (
-    StringFrame,
-    IntegerFrame,
-    NumberFrame,
-    BooleanFrame,
-    NullFrame,
-    EnumFrame,
-    ObjectFrame,
-    ArrayFrame,
-    UnionFrame,
-    RefFrame,
-    FreeFrame,
-)
+FRAME_TYPES: tuple[type, ...] = get_args(Frame)
 _BY_KIND: dict[str, type] = {cls.kind: cls for cls in FRAME_TYPES}
 
 # The formats enforced during generation (patterns in constrained.schema.formats).

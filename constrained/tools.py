@@ -13,11 +13,11 @@ import copy
 import inspect
 import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ToolDefinitionError
+from .schema.keywords import walk_schemas
 
 __all__ = ["Tool", "load_tools", "load_tools_file"]
 
@@ -47,21 +47,6 @@ _BFCL_TYPES: dict[str, str | None] = {
     "HashMap": "object",
     "Hashtable": "object",
 }
-
-# Keywords whose value is a schema, a list of schemas, or a map of schemas.
-# Only these are followed, so a property *named* "type", or an enum or default
-# value that happens to look like a schema, is never rewritten.
-_ONE_SCHEMA = frozenset({
-    "additionalProperties", "additionalItems", "unevaluatedProperties",
-    "unevaluatedItems", "items", "contains", "propertyNames", "not", "if",
-    "then", "else", "contentSchema",
-})
-_SCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
-_SCHEMA_MAP = frozenset({
-    "properties", "patternProperties", "$defs", "definitions",
-    "dependentSchemas", "dependencies",
-})
-
 
 @dataclass(frozen=True)
 class Tool:
@@ -241,23 +226,6 @@ def _parameters(raw: object, where: str, *, bfcl: bool) -> dict[str, Any]:
     return params
 
 
-def _subschemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """``schema`` and every schema nested in it, depth first."""
-    yield schema
-    for key, value in schema.items():
-        if key in _SCHEMA_MAP and isinstance(value, dict):
-            children = list(value.values())
-        elif key in _SCHEMA_LIST and isinstance(value, list):
-            children = value
-        elif key in _ONE_SCHEMA:
-            children = [value]
-        else:
-            continue
-        for child in children:
-            if isinstance(child, dict):
-                yield from _subschemas(child)
-
-
 def _type_names(schema: dict[str, Any]) -> list[object]:
     """The names in a schema's ``type`` (a string or a list of them)."""
     declared = schema.get("type")
@@ -270,7 +238,7 @@ def _uses_bfcl_types(parameters: object) -> bool:
     """Whether a schema uses a type name only BFCL has (``dict``, ``float``...)."""
     return isinstance(parameters, dict) and any(
         isinstance(name, str) and name in _BFCL_TYPES
-        for schema in _subschemas(parameters)
+        for schema in walk_schemas(parameters)
         for name in _type_names(schema)
     )
 
@@ -279,7 +247,7 @@ def _map_bfcl_types(parameters: dict[str, Any]) -> None:
     """Rewrite BFCL type names to JSON Schema in place (on our own copy), as
     BFCL does, except that ``any`` drops ``type`` (any value) where BFCL
     would say string."""
-    for schema in list(_subschemas(parameters)):
+    for schema in list(walk_schemas(parameters)):
         if "type" not in schema:
             continue
         mapped = [

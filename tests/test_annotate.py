@@ -101,7 +101,9 @@ def load_corpus(folder: Path, pattern: str) -> list[Path]:
 # -- unit cases ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("target_type", ["integer", "object", "array", ["string", "null"]])
+@pytest.mark.parametrize(
+    "target_type", ["integer", "object", "array", ["string", "null"]]
+)
 def test_ref_gets_target_type(target_type: Any) -> None:
     schema = {
         "type": "object",
@@ -122,7 +124,10 @@ def test_definitions_and_root_ref() -> None:
         "$schema": DRAFT7,
         "$ref": "#/definitions/Args",
         "definitions": {
-            "Args": {"type": "object", "properties": {"n": {"$ref": "#/definitions/N"}}},
+            "Args": {
+                "type": "object",
+                "properties": {"n": {"$ref": "#/definitions/N"}},
+            },
             "N": {"type": "integer"},
         },
     }
@@ -148,7 +153,9 @@ def test_chained_refs() -> None:
     assert result["$defs"]["Alias2"]["type"] == "integer"
 
 
-def chain_with_typed_alias(dialect: str, alias_type: Any, end: dict[str, Any]) -> dict[str, Any]:
+def chain_with_typed_alias(
+    dialect: str, alias_type: Any, end: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "$schema": dialect,
         "properties": {"a": {"$ref": "#/definitions/Alias"}},
@@ -271,7 +278,9 @@ def test_id_beside_ref_depends_on_dialect() -> None:
         return {
             "$schema": dialect,
             "$id": "http://example.com/root.json",
-            "properties": {"a": {"$id": "http://example.com/other.json", "$ref": "#/definitions/t"}},
+            "properties": {
+                "a": {"$id": "http://example.com/other.json", "$ref": "#/definitions/t"}
+            },
             "definitions": {"t": {"type": "integer"}},
         }
 
@@ -341,9 +350,14 @@ def test_every_schema_position_is_walked() -> None:
     result = annotated_checked(schema)
     # One per position above (dependencies' list value is not a schema).
     assert added_types(schema, result) == 21
-    older = {"$schema": DRAFT4, "definitions": {"I": {"type": "integer"}},
-             "items": [{"$ref": "#/definitions/I"}, {"$ref": "#/definitions/I"}]}
-    assert [item["type"] for item in annotated_checked(older)["items"]] == ["integer"] * 2
+    older = {
+        "$schema": DRAFT4,
+        "definitions": {"I": {"type": "integer"}},
+        "items": [{"$ref": "#/definitions/I"}, {"$ref": "#/definitions/I"}],
+    }
+    assert [item["type"] for item in annotated_checked(older)["items"]] == [
+        "integer"
+    ] * 2
 
 
 def test_names_and_data_are_untouched() -> None:
@@ -406,7 +420,10 @@ def test_unresolvable_refs_are_left_alone(ref: str) -> None:
 
 def test_cycles_terminate() -> None:
     schema = {
-        "properties": {"a": {"$ref": "#/$defs/A"}, "self": {"$ref": "#/properties/self"}},
+        "properties": {
+            "a": {"$ref": "#/$defs/A"},
+            "self": {"$ref": "#/properties/self"},
+        },
         "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
     }
     assert annotated_checked(schema) == schema
@@ -433,14 +450,19 @@ def test_recursive_tree_model() -> None:
     # "#" is the root, whose type is object by virtue of its own $ref.
     assert node["properties"]["parent"]["anyOf"][0]["type"] == "object"
     tree = {"value": 1, "children": [{"value": 2, "children": []}], "parent": None}
-    assert_same_verdicts(schema, result, [tree, {"children": [1]}, {"parent": {"value": "x"}}])
+    assert_same_verdicts(
+        schema, result, [tree, {"children": [1]}, {"parent": {"value": "x"}}]
+    )
 
 
 def test_ref_into_a_type_keyword_disables_annotation() -> None:
     # Once "type" were added under properties/a, "#/properties/a/type" would
     # start resolving (to a string): keep the document as it is.
     schema = {
-        "properties": {"a": {"$ref": "#/$defs/I"}, "b": {"$ref": "#/properties/a/type"}},
+        "properties": {
+            "a": {"$ref": "#/$defs/I"},
+            "b": {"$ref": "#/properties/a/type"},
+        },
         "$defs": {"I": {"type": "integer"}},
     }
     result = annotated_checked(schema)
@@ -448,7 +470,10 @@ def test_ref_into_a_type_keyword_disables_annotation() -> None:
     assert_same_verdicts(schema, result, [{"a": 1}, {"b": 1}])
     # A property *named* "type" is fine.
     schema = {
-        "properties": {"type": {"$ref": "#/$defs/I"}, "b": {"$ref": "#/properties/type"}},
+        "properties": {
+            "type": {"$ref": "#/$defs/I"},
+            "b": {"$ref": "#/properties/type"},
+        },
         "$defs": {"I": {"type": "integer"}},
     }
     props = annotated_checked(schema)["properties"]
@@ -475,18 +500,34 @@ def test_mixed_dialects_copy_only_the_end_type() -> None:
     [
         {"$ref": 5},
         {"$ref": None, "properties": []},
-        {"$id": 7, "properties": {"a": {"$ref": "#/$defs/I"}}, "$defs": {"I": {"type": "integer"}}},
+        {
+            "$id": 7,
+            "properties": {"a": {"$ref": "#/$defs/I"}},
+            "$defs": {"I": {"type": "integer"}},
+        },
         {"$schema": 3, "$ref": "#"},
         {"$schema": "not a dialect", "$ref": "#"},
         {"properties": {"a": {"$ref": "#/$defs/T"}}, "$defs": {"T": True}},
         {"properties": {"a": {"$ref": "#/$defs/F"}}, "$defs": {"F": False}},
         {"properties": {"a": {"$ref": "#/$defs/T"}}, "$defs": {"T": {"type": "any"}}},
         {"properties": {"a": {"$ref": "#/$defs/T"}}, "$defs": {"T": {"type": []}}},
-        {"properties": {"a": {"$ref": "#/$defs/T"}}, "$defs": {"T": {"type": {"x": 1}}}},
-        {"properties": {"a": {"$ref": "#/$defs/T"}}, "$defs": {"T": {"type": ["string", 1]}}},
-        {"properties": {"a": {"$ref": "#/$defs/T/0"}}, "$defs": {"T": [{"type": "integer"}]}},
+        {
+            "properties": {"a": {"$ref": "#/$defs/T"}},
+            "$defs": {"T": {"type": {"x": 1}}},
+        },
+        {
+            "properties": {"a": {"$ref": "#/$defs/T"}},
+            "$defs": {"T": {"type": ["string", 1]}},
+        },
+        {
+            "properties": {"a": {"$ref": "#/$defs/T/0"}},
+            "$defs": {"T": [{"type": "integer"}]},
+        },
         {"$defs": [], "definitions": "x", "items": [1, None], "allOf": {}, "not": []},
-        {"properties": {"a": {"$ref": "#/$defs/Obj"}}, "$defs": {"Obj": {"$anchor": 3, "type": "object"}}},
+        {
+            "properties": {"a": {"$ref": "#/$defs/Obj"}},
+            "$defs": {"Obj": {"$anchor": 3, "type": "object"}},
+        },
     ],
 )
 def test_weird_schemas_do_not_raise(schema: dict[str, Any]) -> None:
@@ -495,8 +536,10 @@ def test_weird_schemas_do_not_raise(schema: dict[str, Any]) -> None:
 
 
 def test_duplicate_type_names_are_collapsed() -> None:
-    schema = {"properties": {"a": {"$ref": "#/$defs/T"}},
-              "$defs": {"T": {"type": ["string", "string"]}}}
+    schema = {
+        "properties": {"a": {"$ref": "#/$defs/T"}},
+        "$defs": {"T": {"type": ["string", "string"]}},
+    }
     assert annotated_checked(schema)["properties"]["a"]["type"] == "string"
 
 
@@ -507,7 +550,10 @@ def test_boolean_and_trivial_inputs() -> None:
 
 def test_input_is_not_mutated_and_result_shares_nothing() -> None:
     schema = {
-        "properties": {"a": {"$ref": "#/$defs/I"}, "b": {"type": "array", "items": {"$ref": "#/$defs/I"}}},
+        "properties": {
+            "a": {"$ref": "#/$defs/I"},
+            "b": {"type": "array", "items": {"$ref": "#/$defs/I"}},
+        },
         "$defs": {"I": {"type": ["integer", "null"]}},
     }
     snapshot = json.dumps(schema, sort_keys=True)
@@ -536,7 +582,9 @@ def test_shared_python_object_with_conflicting_bases() -> None:
     }
     result = annotated_checked(schema)
     assert "type" not in result["properties"]["x"]["properties"]["s"]
-    assert_same_verdicts(schema, result, [{"x": {"s": "a"}, "y": {"s": 1}}, {"x": {"s": 1}}])
+    assert_same_verdicts(
+        schema, result, [{"x": {"s": "a"}, "y": {"s": 1}}, {"x": {"s": 1}}]
+    )
 
 
 # -- corpora -------------------------------------------------------------------
@@ -556,7 +604,10 @@ def test_maskbench_verdicts_unchanged() -> None:
         changed_files += count > 0
         for test in case["tests"]:
             original = verdict(schema, test["data"])
-            assert verdict(result, test["data"]) == original, (path.name, test["description"])
+            assert verdict(result, test["data"]) == original, (
+                path.name,
+                test["description"],
+            )
             raised += original[0] == "raised"
             instances += 1
     print(
@@ -577,16 +628,23 @@ def test_maskbench_ref_schemas_under_every_dialect() -> None:
     compared = 0
     for path in load_corpus(MASKBENCH, "*.json"):
         case = json.loads(path.read_text())
-        if not isinstance(case["schema"], dict) or "$ref" not in json.dumps(case["schema"]):
+        if not isinstance(case["schema"], dict) or "$ref" not in json.dumps(
+            case["schema"]
+        ):
             continue
         for dialect in ALL_DIALECTS:
             schema = {**case["schema"], "$schema": dialect}
             result = annotated_checked(schema)
             for test in case["tests"]:
                 assert verdict(result, test["data"]) == verdict(schema, test["data"]), (
-                    path.name, dialect, test["description"])
+                    path.name,
+                    dialect,
+                    test["description"],
+                )
                 compared += 1
-    print(f"maskbench $ref schemas x {len(ALL_DIALECTS)} dialects: {compared} instances compared")
+    print(
+        f"maskbench $ref schemas x {len(ALL_DIALECTS)} dialects: {compared} instances compared"
+    )
     assert compared == 119 * len(ALL_DIALECTS)
 
 
@@ -603,9 +661,14 @@ def test_json_schema_test_suite_verdicts_unchanged() -> None:
             changed += result != schema
             for test in case["tests"]:
                 assert verdict(result, test["data"]) == verdict(schema, test["data"]), (
-                    path.name, case["description"], test["description"])
+                    path.name,
+                    case["description"],
+                    test["description"],
+                )
                 instances += 1
-    print(f"JSON-Schema-Test-Suite 2020-12: {cases} cases, {instances} instances, {changed} annotated")
+    print(
+        f"JSON-Schema-Test-Suite 2020-12: {cases} cases, {instances} instances, {changed} annotated"
+    )
     assert instances >= 2000 and changed >= 40
 
 
@@ -616,21 +679,43 @@ def test_mcp_aws_pricing_annotations() -> None:
     result = annotated_checked(schema)
     props = result["properties"]
     # anyOf branch with a bare $ref to a model: now visibly an object.
-    assert props["output_options"]["anyOf"][0] == {"$ref": "#/$defs/OutputOptions", "type": "object"}
+    assert props["output_options"]["anyOf"][0] == {
+        "$ref": "#/$defs/OutputOptions",
+        "type": "object",
+    }
     assert props["output_options"]["anyOf"][1] == {"type": "null"}
     # Array items that are a $ref to a model.
-    assert props["filters"]["anyOf"][0]["items"] == {"$ref": "#/$defs/PricingFilter", "type": "object"}
+    assert props["filters"]["anyOf"][0]["items"] == {
+        "$ref": "#/$defs/PricingFilter",
+        "type": "object",
+    }
     assert "type" not in props["filters"] and "type" not in props["output_options"]
     assert result["$defs"] == schema["$defs"]
     assert added_types(schema, result) == 2
-    assert_same_verdicts(schema, result, [
-        {"service_code": "AmazonEC2"},
-        {"service_code": "AmazonEC2", "filters": [{"Field": "instanceType", "Value": "t3.micro"}]},
-        {"service_code": "AmazonEC2", "filters": ['{"Field": "instanceType", "Value": "t3.micro"}']},
-        {"service_code": "AmazonEC2", "output_options": {"pricing_terms": ["OnDemand"]}},
-        {"service_code": "AmazonEC2", "output_options": '{"pricing_terms": ["OnDemand"]}'},
-        {"service_code": "AmazonEC2", "output_options": None},
-    ])
+    assert_same_verdicts(
+        schema,
+        result,
+        [
+            {"service_code": "AmazonEC2"},
+            {
+                "service_code": "AmazonEC2",
+                "filters": [{"Field": "instanceType", "Value": "t3.micro"}],
+            },
+            {
+                "service_code": "AmazonEC2",
+                "filters": ['{"Field": "instanceType", "Value": "t3.micro"}'],
+            },
+            {
+                "service_code": "AmazonEC2",
+                "output_options": {"pricing_terms": ["OnDemand"]},
+            },
+            {
+                "service_code": "AmazonEC2",
+                "output_options": '{"pricing_terms": ["OnDemand"]}',
+            },
+            {"service_code": "AmazonEC2", "output_options": None},
+        ],
+    )
 
 
 def test_mcp_schemas_without_refs_are_unchanged() -> None:

@@ -565,3 +565,28 @@ def test_normalized_schema_round_trips_through_json():
     normalized = normalize_tool(tool({"$defs": {"Node": NODE}, "properties": {"p": {"$ref": "#/$defs/Node"}, "q": {"enum": [1, "a", None]}}}))
     again = NormalizedSchema.from_json(normalized.schema.to_json())
     assert again == normalized.schema
+
+
+def test_self_referencing_pydantic_model_normalizes():
+    from typing import Optional
+
+    from pydantic import BaseModel
+
+    from constrained.tools import load_tools
+
+    class Comment(BaseModel):
+        """A comment and its replies."""
+
+        text: str
+        votes: Optional[int] = None
+        replies: list["Comment"] = []
+
+    (loaded,) = load_tools([Comment])
+    normalized = normalize_tool(loaded)
+    definitions = normalized.schema.definitions
+    root = normalized.schema.resolve(normalized.root)
+    assert root.required == ("text",)
+    assert effective_type(root.property("votes"), definitions) == "integer"
+    thread = {"text": "a", "votes": 2, "replies": [{"text": "b", "replies": [{"text": "c", "votes": None}]}]}
+    assert frame_accepts(root, thread, definitions)
+    assert not frame_accepts(root, {"text": "a", "replies": [{"text": "b", "votes": "2"}]}, definitions)

@@ -23,14 +23,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urldefrag
 
 import referencing
-import referencing.exceptions
-from referencing.jsonschema import specification_with
 
-from constrained.schema.refs import resolver_for, specification_of
+from .keywords import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED, child_schemas
+from .refs import resolver_for, specification_of
+
+if TYPE_CHECKING:
+    # Not re-exported by referencing/__init__ (mypy: referencing.Resolver is undefined).
+    from referencing._core import Resolver
 
 __all__ = ["annotate_ref_types"]
 
@@ -40,30 +43,6 @@ _TYPE_NAMES = frozenset(
 # Dialects whose validators ignore the siblings of ``$ref``.
 _LEGACY_DIALECTS = frozenset({"draft-03", "draft-04", "draft-06", "draft-07"})
 
-# Where subschemas live.  Keys of the maps are names, never schemas.
-_SCHEMA_VALUED = (
-    "additionalItems",
-    "additionalProperties",
-    "contains",
-    "else",
-    "if",
-    "items",
-    "not",
-    "propertyNames",
-    "then",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "extends",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items", "extends")
-_SCHEMA_MAPS = (
-    "$defs",
-    "definitions",
-    "dependencies",
-    "dependentSchemas",
-    "patternProperties",
-    "properties",
-)
 # Longest chain of references followed before giving up.
 _MAX_CHAIN = 64
 
@@ -87,7 +66,7 @@ def annotate_ref_types(schema: dict[str, Any]) -> dict[str, Any]:
         return result
     try:
         _Annotator(schema).run(result)
-    except Exception:  # a schema too strange to reason about: change nothing
+    except Exception:  # noqa: BLE001 - too strange to reason about: change nothing
         return copy.deepcopy(schema)
     return result
 
@@ -104,7 +83,9 @@ class _Annotator:
         # A nested ``$schema`` switches dialect part-way through; then only
         # the ``type`` of the schema a chain ends at is sure to apply.
         self.mixed = _has_nested_dialect(schema)
-        self.written: dict[int, Any] = {}
+        # What each copied site got, by identity: one Python object can sit
+        # at two places with different bases; if they disagree, add nothing.
+        self.decided: dict[int, tuple[dict[str, Any], Any]] = {}
         self.poisoned: set[int] = set()
         self.on_path: set[int] = set()
 
@@ -113,21 +94,16 @@ class _Annotator:
             # A ``$ref`` into some ``.../type`` could start resolving once a
             # ``type`` is added there: leave the whole document alone.
             return
-        try:
-            resolver = resolver_for(self.schema)
-        except Exception:
-            return
+        resolver = resolver_for(self.schema)
         self.walk(self.schema, result, resolver, self.specification, root=True)
         for key in self.poisoned:
-            site = self.written.get(key)
-            if isinstance(site, dict):
-                site.pop("type", None)
+            self.decided[key][0].pop("type", None)
 
     def walk(
         self,
         node: Any,
         copied: Any,
-        resolver: referencing.Resolver[Any],
+        resolver: Resolver[Any],
         specification: referencing.Specification[Any],
         root: bool = False,
     ) -> None:
@@ -142,21 +118,19 @@ class _Annotator:
             # when the subschema has its own ``$schema`` (refs.enter reads it
             # with that one instead, which can differ beside ``$ref``).
             resolver = resolver.in_subresource(specification.create_resource(node))
-        except Exception:
+        except Exception:  # noqa: BLE001 - a malformed $id: skip the subtree
             return
-        inner = specification
-        if not root and isinstance(node.get("$schema"), str):
-            try:
-                inner = specification_with(node["$schema"], default=specification)
-            except Exception:
-                return
+        inner = specification if root else specification_of(node, default=specification)
 
         ref = node.get("$ref")
-        if isinstance(ref, str) and "type" not in node:
-            # A site that switches dialect itself is judged by the outer
-            # validator's rules with the inner one's type checker: skip it.
-            if root or "$schema" not in node:
-                self.annotate(node, copied, ref, resolver)
+        # A site that switches dialect itself is judged by the outer
+        # validator's rules with the inner one's type checker: skip it.
+        if (
+            isinstance(ref, str)
+            and "type" not in node
+            and (root or "$schema" not in node)
+        ):
+            self.annotate(copied, ref, resolver)
 
         self.on_path.add(id(node))
         try:
@@ -167,28 +141,22 @@ class _Annotator:
             self.on_path.discard(id(node))
 
     def annotate(
-        self,
-        node: dict[str, Any],
-        copied: dict[str, Any],
-        ref: str,
-        resolver: referencing.Resolver[Any],
+        self, copied: dict[str, Any], ref: str, resolver: Resolver[Any]
     ) -> None:
         types = self.implied_types(ref, resolver)
+        value: Any = None
+        if types is not None:
+            value = types[0] if len(types) == 1 else list(types)
         key = id(copied)
-        if types is None:
-            if key in self.written:  # the same object elsewhere said otherwise
+        if key in self.decided:
+            if self.decided[key][1] != value:
                 self.poisoned.add(key)
             return
-        value: Any = types[0] if len(types) == 1 else list(types)
-        if key in self.written and copied.get("type") != value:
-            self.poisoned.add(key)
-            return
-        copied["type"] = value
-        self.written[key] = copied
+        self.decided[key] = (copied, value)
+        if value is not None:
+            copied["type"] = value
 
-    def implied_types(
-        self, ref: str, resolver: referencing.Resolver[Any]
-    ) -> _Types | None:
+    def implied_types(self, ref: str, resolver: Resolver[Any]) -> _Types | None:
         """The types every instance valid against ``{"$ref": ref}`` has,
         or None when unknown."""
         members: list[dict[str, Any]] = []
@@ -196,7 +164,7 @@ class _Annotator:
         for _ in range(_MAX_CHAIN):
             try:
                 resolved = resolver.lookup(ref)
-            except Exception:  # dangling, remote, malformed pointer...
+            except Exception:  # noqa: BLE001 - dangling, remote, bad pointer...
                 return None
             target = resolved.contents
             if not isinstance(target, dict) or id(target) in seen:
@@ -235,18 +203,11 @@ class _Annotator:
 
 def _children(keyword: str, value: Any, copied: Any) -> Iterator[tuple[Any, Any]]:
     """(subschema, its copy) pairs under ``keyword``; data is never yielded."""
-    if isinstance(value, dict) and isinstance(copied, dict):
-        if keyword in _SCHEMA_MAPS:
-            for name, subschema in value.items():
-                if isinstance(subschema, dict):
-                    yield subschema, copied.get(name)
-        elif keyword in _SCHEMA_VALUED:
-            yield value, copied
-    elif isinstance(value, list) and isinstance(copied, list):
-        if keyword in _SCHEMA_LISTS and len(value) == len(copied):
-            for subschema, subschema_copy in zip(value, copied):
-                if isinstance(subschema, dict):
-                    yield subschema, subschema_copy
+    for key, subschema in child_schemas(keyword, value):
+        if key is None:
+            yield subschema, copied
+        elif isinstance(copied, (dict, list)):
+            yield subschema, copied[key]
 
 
 def _type_names(value: Any) -> _Types | None:
@@ -318,11 +279,11 @@ def _pointer_hits_type(fragment: str) -> bool:
             continue
         if segment == "type":
             return True
-        if segment in _SCHEMA_MAPS:
+        if segment in SCHEMA_MAPS:
             expect = "name"
-        elif segment in _SCHEMA_LISTS:
+        elif segment in SCHEMA_LISTS:
             expect = "index"
-        elif segment in _SCHEMA_VALUED:
+        elif segment in SCHEMA_VALUED:
             expect = "keyword"
         else:
             return False  # data or an unknown keyword: nothing is added below

@@ -171,7 +171,7 @@ class _Normalizer:
         self.resolver = resolver_for(schema)
         self.definitions: dict[str, Frame] = {}
         self.warnings: dict[tuple[str, str], SchemaWarning] = {}
-        self.in_progress: dict[frozenset[int], str | None] = {}
+        self.in_progress: set[frozenset[int]] = set()
         self.recursive_names: dict[frozenset[int], str] = {}
         self.memo: dict[frozenset[int], Frame] = {}
 
@@ -216,11 +216,11 @@ class _Normalizer:
                 self.recursive_names[key] = name
             return RefFrame(name)
         if key:
-            self.in_progress[key] = None
+            self.in_progress.add(key)
         try:
             frame = self._frame_of_alternatives(alternatives)
         finally:
-            self.in_progress.pop(key, None)
+            self.in_progress.discard(key)
         if key in self.recursive_names:
             name = self.recursive_names[key]
             self.definitions[name] = frame
