@@ -4,7 +4,12 @@ Tool schemas are read once, faithfully, into typed frames; the grammar
 emitters, the logits mask and the parser all work from that one reading.
 """
 
-from .errors import ConstrainedError, SchemaError, ToolDefinitionError, UnsatisfiableSchemaError
+from .errors import (
+    ConstrainedError,
+    SchemaError,
+    ToolDefinitionError,
+    UnsatisfiableSchemaError,
+)
 from .frames import NormalizedSchema, SchemaWarning
 from .schema.annotate import annotate_ref_types
 from .schema.normalize import normalize_schema

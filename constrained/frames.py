@@ -156,7 +156,7 @@ Frame = Union[
 ]
 
 FRAME_TYPES: tuple[type, ...] = get_args(Frame)
-_BY_KIND: dict[str, type] = {cls.kind: cls for cls in FRAME_TYPES}
+_BY_KIND: dict[str, Any] = {cls.kind: cls for cls in FRAME_TYPES}  # type: ignore[attr-defined]
 
 # The formats enforced during generation (patterns in constrained.schema.formats).
 SUPPORTED_FORMATS = frozenset(
@@ -225,7 +225,7 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
 
 def _field_to_json(value: Any) -> Any:
     if isinstance(value, FRAME_TYPES):
-        return frame_to_json(value)
+        return frame_to_json(value)  # type: ignore[arg-type]
     if isinstance(value, tuple):
         return [_field_to_json(v) for v in value]
     return value

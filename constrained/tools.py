@@ -265,7 +265,8 @@ def _map_bfcl_types(parameters: dict[str, Any]) -> None:
 def _label(entry: object, index: int) -> str:
     """How a message names an entry: by its name when it has a usable one."""
     if isinstance(entry, dict):
-        fields = entry.get("function") if isinstance(entry.get("function"), dict) else entry
+        function = entry.get("function")
+        fields = function if isinstance(function, dict) else entry
         name = fields.get("name")
         if isinstance(name, str) and name:
             return f"tool {name!r}"

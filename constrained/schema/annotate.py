@@ -206,7 +206,9 @@ def _children(keyword: str, value: Any, copied: Any) -> Iterator[tuple[Any, Any]
     for key, subschema in child_schemas(keyword, value):
         if key is None:
             yield subschema, copied
-        elif isinstance(copied, (dict, list)):
+        elif isinstance(copied, dict):
+            yield subschema, copied[key]
+        elif isinstance(copied, list) and isinstance(key, int):
             yield subschema, copied[key]
 
 

@@ -19,9 +19,8 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-import referencing
 from referencing.jsonschema import DRAFT201909, DRAFT202012
 
 from ..errors import SchemaError, UnsatisfiableSchemaError
@@ -42,9 +41,26 @@ from ..frames import (
     StringFrame,
 )
 from .refs import Unresolvable, enter, resolver_for, specification_of
-from .numbers import Bound, integer_frame, lcm, number_frame, tighter_lower, tighter_upper
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver
+from .numbers import (
+    Bound,
+    integer_frame,
+    lcm,
+    number_frame,
+    tighter_lower,
+    tighter_upper,
+)
 from .unions import frames_disjoint, union_of
-from .values import dedupe_values, exact, frame_accepts, intersect_values, json_type, pattern_matches
+from .values import (
+    dedupe_values,
+    exact,
+    frame_accepts,
+    intersect_values,
+    json_type,
+    pattern_matches,
+)
 
 TYPE_NAMES = ("object", "array", "string", "integer", "number", "boolean", "null")
 
@@ -116,7 +132,7 @@ class _Site:
     JSON Pointer in the document (for messages)."""
 
     node: Any
-    resolver: referencing.Resolver
+    resolver: Resolver
     path: str
 
 
@@ -548,10 +564,10 @@ class _Normalizer:
         patterns: dict[str, list[_Site]] = {}
         declares_keys = False
         for site in nodes:
-            properties = self._schema_map(site, "properties")
+            declared = self._schema_map(site, "properties")
             pattern_properties = self._schema_map(site, "patternProperties")
             declares_keys = declares_keys or "properties" in site.node or "patternProperties" in site.node
-            names.update(dict.fromkeys(properties))
+            names.update(dict.fromkeys(declared))
             for pattern in pattern_properties:
                 patterns.setdefault(pattern, []).append(
                     self._child(site, pattern_properties[pattern], f"/patternProperties/{_escape(pattern)}")
@@ -692,7 +708,7 @@ class _Normalizer:
     def _child(self, site: _Site, node: Any, suffix: str) -> _Site:
         return _Site(node, self._enter(site.resolver, node), site.path + suffix)
 
-    def _enter(self, resolver: referencing.Resolver, node: Any) -> referencing.Resolver:
+    def _enter(self, resolver: Resolver, node: Any) -> Resolver:
         return enter(resolver, node, self.specification)
 
     def _schema_list(self, site: _Site, keyword: str, *, allow_empty: bool = False) -> list[Any]:

@@ -7,11 +7,15 @@ ones do not, since nothing may be fetched while compiling or parsing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import referencing
 import referencing.exceptions
 from referencing.jsonschema import DRAFT202012, specification_with
+
+if TYPE_CHECKING:
+    # referencing does not re-export its Resolver class.
+    from referencing._core import Resolver
 
 ROOT_URI = "urn:constrained:root"
 
@@ -27,7 +31,7 @@ def specification_of(schema: Any, default: Specification[Any] = DRAFT202012) -> 
     return default
 
 
-def resolver_for(schema: Any) -> referencing.Resolver:
+def resolver_for(schema: Any) -> Resolver:
     """A resolver rooted at ``schema``, with its embedded ``$id`` resources."""
     resource = specification_of(schema).create_resource(schema)
     registry = referencing.Registry().with_resource(ROOT_URI, resource)
@@ -41,8 +45,8 @@ def resolver_for(schema: Any) -> referencing.Resolver:
 
 
 def enter(
-    resolver: referencing.Resolver, subschema: Any, specification: Specification[Any]
-) -> referencing.Resolver:
+    resolver: Resolver, subschema: Any, specification: Specification[Any]
+) -> Resolver:
     """The resolver for references inside ``subschema``, which may set a new
     base URI with ``$id`` (``id`` before draft 6)."""
     if isinstance(subschema, dict) and ("$id" in subschema or "id" in subschema):

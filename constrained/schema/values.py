@@ -13,7 +13,6 @@ import re
 from fractions import Fraction
 from typing import Any, Hashable, Iterable, Mapping
 
-from .formats import format_matches
 from ..frames import (
     ArrayFrame,
     BooleanFrame,
@@ -28,6 +27,8 @@ from ..frames import (
     StringFrame,
     UnionFrame,
 )
+from .formats import format_matches
+
 
 def json_type(value: Any) -> str:
     """The JSON type name of a Python value; integral floats are ``integer``
