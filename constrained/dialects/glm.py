@@ -1,0 +1,68 @@
+"""glm45 and glm47: ``<arg_key>``/``<arg_value>`` pairs, raw strings, JSON
+for the rest. GLM-4.7 writes the same bytes without the newlines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..grammar.lark import literal
+from ..grammar.values import JSON_SYNTAX, ValueEmitter
+from ..schema.tool import NormalizedTool
+from .base import Dialect, Markers
+from .raw_values import RawValues, raw_text
+
+
+class Glm45(Dialect):
+    name = "glm45"
+    value_syntax = JSON_SYNTAX
+    trained_key_order = "schema"
+    required_tokens = ("<tool_call>", "</tool_call>")
+    end_tokens = ("<|user|>", "<|endoftext|>")
+    call_end_tokens = ("<|observation|>", "<|endoftext|>")
+    reasoning_tokens = ("<think>", "</think>")
+    newline = "\n"
+
+    def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
+        newline = f" {literal(self.newline)}" if self.newline else ""
+        values = self._values(markers, newline)
+        key_open = markers("<arg_key>")
+        key_close = f"{markers('</arg_key>')}{newline} {markers('<arg_value>')}"
+        bodies = []
+        for frame in self.argument_objects(tool):
+            extra = emitter.additional_member(
+                frame,
+                "",
+                r"/[^<\n]+/",
+                lambda name: f"{key_open} {name} {key_close}",
+                lambda value: values.value(value, emitter, "/additionalProperties"),
+            )
+            members = emitter.members(
+                frame,
+                lambda key, value: f"{key_open} {literal(key)} {key_close} "
+                + values.value(value, emitter, f"/properties/{key}"),
+                "",
+                extra,
+                "",
+            )
+            bodies.append(f"{literal(tool.name)}{newline} {members}".strip())
+        return " | ".join(f"({body})" for body in bodies)
+
+    def _values(self, markers: Markers, newline: str) -> RawValues:
+        if markers.is_token("</arg_value>"):
+            close = f"</arg_value>{newline}"
+            return RawValues(f"ARG_TEXT? {close}", close, None, python_literals=False)
+        return RawValues(f"ARG_TEXT_CLOSED{newline}", f'"</arg_value>"{newline}', "</arg_value>", python_literals=False)
+
+    def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
+        nl = self.newline
+        pairs = "".join(
+            f"<arg_key>{key}</arg_key>{nl}<arg_value>{raw_text(arguments[key])}</arg_value>{nl}"
+            for key in self.ordered(arguments, tool, key_order)
+        )
+        return f"<tool_call>{tool.name}{nl}{pairs}</tool_call>"
+
+
+class Glm47(Glm45):
+    name = "glm47"
+    newline = ""
+    call_separator = False

@@ -1,0 +1,61 @@
+"""Top-level argument values of the XML-style dialects (qwen3_coder, glm):
+strings raw, every other value JSON, each followed by its closing marker."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..frames import BooleanFrame, EnumFrame, Frame, FreeFrame, NullFrame, StringFrame, UnionFrame
+from ..grammar.lark import literal
+from ..grammar.values import ValueEmitter
+
+
+@dataclass(frozen=True)
+class RawValues:
+    """How one dialect closes a top-level value.
+
+    ``any_text`` is Lark for any raw text *with* its closing; ``close`` is
+    Lark for the closing after other values; ``close_text`` the closing as
+    text (for enum literals) or ``None`` when it is a special token;
+    ``excluded`` a regex raw text may not contain (``None``: nothing, since a
+    special-token closing cannot occur in text); ``python_literals`` allows
+    ``True``/``False``/``None`` as the template's ``str()`` writes them.
+    """
+
+    any_text: str
+    close: str
+    excluded: str | None
+    python_literals: bool
+
+    def value(self, frame: Frame, emitter: ValueEmitter, path: str) -> str:
+        """Lark for one top-level value of ``frame`` and its closing."""
+        frame = emitter.resolve(frame)
+        if _any_string(frame):
+            return self.any_text
+        if isinstance(frame, UnionFrame):
+            return "(" + " | ".join(self.value(option, emitter, path) for option in frame.options) + ")"
+        if isinstance(frame, StringFrame):
+            return f"{emitter.raw_text(frame, path, excluded=self.excluded)} {self.close}"
+        if isinstance(frame, EnumFrame):
+            texts = [literal(raw_text(value)) for value in frame.values]
+            return f"({' | '.join(texts)}) {self.close}"
+        if isinstance(frame, BooleanFrame) and self.python_literals:
+            return f'("true" | "false" | "True" | "False") {self.close}'
+        if isinstance(frame, NullFrame) and self.python_literals:
+            return f'("null" | "None") {self.close}'
+        return f"{emitter.value(frame, path)} {self.close}"
+
+
+def raw_text(value: Any) -> str:
+    """A value as these dialects write it: strings raw, the rest JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _any_string(frame: Frame) -> bool:
+    """Raw text of any content is a valid value of ``frame``: then every
+    other option of a union is covered too (its JSON text is such text)."""
+    if isinstance(frame, (FreeFrame,)) or frame == StringFrame():
+        return True
+    return isinstance(frame, UnionFrame) and any(_any_string(option) for option in frame.options)

@@ -1,0 +1,97 @@
+"""JSON Schema ``pattern`` (ECMA 262) -> the Rust regex syntax llguidance reads.
+
+Only what translates exactly is translated; anything else (look-around,
+back-references, named groups, Unicode property classes) returns ``None`` and
+the caller relaxes the constraint with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CLASS_ESCAPES = {
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": "[0-9A-Za-z_]",
+    "W": "[^0-9A-Za-z_]",
+    "s": r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]",
+    "S": r"[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]",
+}
+_IN_CLASS = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\v\f\r \u00a0\u2028\u2029\ufeff"}
+_UNSUPPORTED = re.compile(r"\(\?[=!<]|\\[1-9]|\\k<|\\[pP]\{|\(\?<")
+
+
+def ecma_to_rust(pattern: str) -> str | None:
+    """An unanchored-search ECMA pattern as a whole-string Rust regex, or
+    ``None`` when it uses constructs without an exact translation."""
+    if _UNSUPPORTED.search(pattern):
+        return None
+    body = _translate_escapes(pattern)
+    if body is None:
+        return None
+    anchored_start = body.startswith("^")
+    anchored_end = body.endswith("$") and not body.endswith("\\$")
+    if anchored_start:
+        body = body[1:]
+    if anchored_end:
+        body = body[:-1]
+    if "^" in body.replace("[^", "").replace("\\^", "") or _has_inner_dollar(body):
+        return None
+    inner = f"(?:{body})"
+    if not anchored_start:
+        inner = "(?s:.*)" + inner
+    if not anchored_end:
+        inner = inner + "(?s:.*)"
+    try:
+        re.compile(inner)
+    except re.error:
+        return None
+    return inner
+
+
+def _has_inner_dollar(body: str) -> bool:
+    escaped = False
+    for char in body:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "$":
+            return True
+    return False
+
+
+def _translate_escapes(pattern: str) -> str | None:
+    """ECMA's ``\\d``, ``\\w``, ``\\s`` are ASCII/fixed sets; Rust's are
+    Unicode-aware, so they are spelled out."""
+    out: list[str] = []
+    in_class = False
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):
+            nxt = pattern[index + 1]
+            if in_class and nxt in _IN_CLASS:
+                out.append(_IN_CLASS[nxt])
+            elif in_class and nxt in "DWS":
+                return None
+            elif not in_class and nxt in _CLASS_ESCAPES:
+                out.append(_CLASS_ESCAPES[nxt])
+            elif nxt == "/":
+                out.append("/")
+            else:
+                out.append(char + nxt)
+            index += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        elif char == "." and not in_class:
+            # ECMA's dot excludes line terminators.
+            out.append(r"[^\n\r\u2028\u2029]")
+            index += 1
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)

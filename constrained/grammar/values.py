@@ -1,0 +1,420 @@
+"""Frames -> Lark rules for values, in JSON syntax or Gemma's value syntax.
+
+One emitter serves every dialect: a :class:`ValueSyntax` says how a dialect
+writes keys, strings, separators and literals; the emitter turns each frame
+into rules with every constraint the token automaton can enforce exactly.
+Numbers and JSON strings are ``%json`` leaves (llguidance enforces bounds,
+``multipleOf``, lengths, patterns and formats there); objects and arrays are
+rules of our own, so key order, required keys, closed objects and recursion
+are ours to decide. What cannot be enforced exactly is relaxed to a superset
+and reported through :attr:`ValueEmitter.warnings`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..frames import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    SchemaWarning,
+    StringFrame,
+    UnionFrame,
+    canonical_json,
+    frame_to_json,
+)
+from ..schema.formats import FORMAT_PATTERNS
+from .lark import RuleSet, json_leaf, literal, regex, repeat
+from .regex import ecma_to_rust
+
+KEY_ORDERS = ("trained", "schema", "alphabetical", "any")
+
+# Largest object tracked exactly in any key order (2**8 subsets of keys).
+MAX_ANY_ORDER_KEYS = 8
+
+# Largest item count spelled out as a repetition; beyond it the count is relaxed.
+MAX_COUNTED_ITEMS = 100
+
+Member = Callable[[str, Frame], str]
+"""Lark expression for one ``key: value`` member of an object."""
+
+
+@dataclass(frozen=True)
+class ValueSyntax:
+    """How one family of dialects writes structured values."""
+
+    name: str
+    member_separator: str
+    item_separator: str
+    free_rule: str
+    string_delimiter: str | None = None
+
+    def key(self, name: str) -> str:
+        """Lark for a declared key and the separator after it."""
+        if self.name == "json":
+            return literal(json.dumps(name, ensure_ascii=False) + ": ")
+        return literal(name + ":")
+
+    def any_key(self, name_terminal: str) -> str:
+        """Lark for a key that is not declared, given the terminal of its text."""
+        if self.name == "json":
+            return f'"\\"" {name_terminal} "\\": "'
+        return f'{name_terminal} ":"'
+
+
+    def scalar(self, value: Any) -> str:
+        """Lark for one literal value (enum and const members)."""
+        if self.name == "json":
+            return literal(json.dumps(value, ensure_ascii=False))
+        return self._gemma(value)
+
+    def _gemma(self, value: Any) -> str:
+        assert self.string_delimiter is not None
+        if isinstance(value, str):
+            inner = f" {literal(value)} " if value else " "
+            return f"{self.string_delimiter}{inner}{self.string_delimiter}"
+        if isinstance(value, list):
+            items = ' "," '.join(self._gemma(v) for v in value)
+            return f'"[" {items} "]"' if value else '"[]"'
+        if isinstance(value, dict):
+            members = ' "," '.join(f"{literal(k + ':')} {self._gemma(v)}" for k, v in value.items())
+            return f'"{{" {members} "}}"' if value else '"{}"'
+        return literal(json.dumps(value))
+
+
+JSON_SYNTAX = ValueSyntax("json", ", ", ", ", "json_value")
+
+
+def gemma_syntax(string_delimiter: str) -> ValueSyntax:
+    """Gemma's value syntax with its string delimiter token (``<|"|>`` for
+    Gemma 4, ``<escape>`` for FunctionGemma)."""
+    return ValueSyntax("gemma", ",", ",", "gemma_value", string_delimiter)
+
+
+# Any key text for additional members: JSON keys without escapes, bare Gemma keys.
+JSON_KEY_REGEX = r'/[^"\\\x00-\x1f]+/'
+GEMMA_KEY_REGEX = r"/[A-Za-z_$][A-Za-z0-9_$.\-]*/"
+
+
+class ValueEmitter:
+    """Emits value rules into a :class:`RuleSet`, one rule per distinct frame."""
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        syntax: ValueSyntax,
+        definitions: Mapping[str, Frame],
+        *,
+        key_order: str,
+        tool: str,
+    ) -> None:
+        self.rules = rules
+        self.syntax = syntax
+        self.definitions = definitions
+        self.key_order = key_order
+        self.tool = tool
+        self.warnings: list[SchemaWarning] = []
+        self._memo: dict[str, str] = {}
+
+    def warn(self, path: str, keyword: str, message: str) -> None:
+        warning = SchemaWarning(path, keyword, message)
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def resolve(self, frame: Frame) -> Frame:
+        """``frame``, or the definition a :class:`RefFrame` names (any value
+        for a reference cycle)."""
+        seen: set[str] = set()
+        while isinstance(frame, RefFrame) and frame.name not in seen:
+            seen.add(frame.name)
+            frame = self.definitions[frame.name]
+        return FreeFrame() if isinstance(frame, RefFrame) else frame
+
+    # -- values ------------------------------------------------------------------
+
+    def value(self, frame: Frame, path: str = "") -> str:
+        """The name of a rule matching one value of ``frame``."""
+        if isinstance(frame, FreeFrame):
+            return self.syntax.free_rule
+        key = canonical_json(frame_to_json(frame))
+        if key in self._memo:
+            return self._memo[key]
+        if isinstance(frame, RefFrame):
+            name = self.rules.reserve(f"def_{frame.name}")
+            self._memo[key] = name
+            self.rules.define(name, self.value(self.definitions[frame.name], path))
+            return name
+        name = self.rules.add(frame.kind, self._body(frame, path))
+        self._memo[key] = name
+        return name
+
+    def _body(self, frame: Frame, path: str) -> str:
+        if isinstance(frame, StringFrame):
+            return self.string(frame, path)
+        if isinstance(frame, (IntegerFrame, NumberFrame)):
+            return json_leaf(number_schema(frame))
+        if isinstance(frame, BooleanFrame):
+            return '"true" | "false"'
+        if isinstance(frame, NullFrame):
+            return '"null"'
+        if isinstance(frame, EnumFrame):
+            return " | ".join(self.syntax.scalar(v) for v in frame.values)
+        if isinstance(frame, UnionFrame):
+            return " | ".join(self.value(option, path) for option in frame.options)
+        if isinstance(frame, ArrayFrame):
+            return self.array(frame, path)
+        if isinstance(frame, ObjectFrame):
+            return self.object(frame, path)
+        raise TypeError(f"not a frame: {frame!r}")
+
+    def string(self, frame: StringFrame, path: str) -> str:
+        if self.syntax.name == "json":
+            schema: dict[str, Any] = {"type": "string"}
+            if frame.min_length:
+                schema["minLength"] = frame.min_length
+            if frame.max_length is not None:
+                schema["maxLength"] = frame.max_length
+            if frame.patterns:
+                schema["pattern"] = frame.patterns[0]
+                if len(frame.patterns) > 1:
+                    self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
+            if frame.format is not None:
+                schema["format"] = frame.format
+            return json_leaf(schema)
+        delimiter = self.syntax.string_delimiter
+        return f"{delimiter} {self.raw_text(frame, path) or 'GEMMA_TEXT?'} {delimiter}"
+
+    def raw_text(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
+        """Lark for the unquoted text of a constrained string (``None`` when
+        ``frame`` has no constraint on its text)."""
+        content = self.string_content(frame, path, excluded)
+        if content is None:
+            return None
+        terminal = self.rules.terminal("text", content)
+        may_be_empty = frame.min_length == 0 and frame.format is None and not frame.patterns
+        return f"{terminal}?" if may_be_empty else terminal
+
+    def string_content(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
+        """A terminal body for raw string text under ``frame``'s constraints
+        (``None`` when unconstrained). ``excluded`` is a regex of text the
+        string may not contain (its closing sequence, when that is text)."""
+        parts: list[str] = []
+        if frame.format is not None:
+            parts.append(regex(FORMAT_PATTERNS[frame.format]))
+        if frame.min_length or frame.max_length is not None:
+            upper = "" if frame.max_length is None else str(frame.max_length)
+            parts.append(regex(f"(?s:.){{{frame.min_length},{upper}}}"))
+        for pattern in frame.patterns:
+            translated = ecma_to_rust(pattern)
+            if translated is None:
+                self.warn(path, "pattern", f"pattern {pattern!r} has no exact translation; not enforced during generation")
+            else:
+                parts.append(regex(translated))
+        if not parts:
+            return None
+        if excluded is not None:
+            parts.append(f"~{regex('(?s:.*)' + excluded + '(?s:.*)')}")
+        return " & ".join(parts)
+
+    # -- arrays ----------------------------------------------------------------
+
+    def array(self, frame: ArrayFrame, path: str) -> str:
+        sep = literal(self.syntax.item_separator)
+        low, high = frame.min_items, frame.max_items
+        prefix = [self.value(f, f"{path}/prefixItems/{i}") for i, f in enumerate(frame.prefix_items)]
+        rest = None if frame.items is None else self.value(frame.items, f"{path}/items")
+        if high is not None and high > MAX_COUNTED_ITEMS or low > MAX_COUNTED_ITEMS:
+            self.warn(path, "maxItems", f"item counts above {MAX_COUNTED_ITEMS} are not enforced during generation")
+            low, high = min(low, len(prefix)), None
+        items = self._item_sequence(prefix, rest, low, high, sep)
+        if not items:
+            return '"[]"' if low == 0 else '"[" "]"'
+        return f'"[" {items} "]"'
+
+    def _item_sequence(self, prefix: list[str], rest: str | None, low: int, high: int | None, sep: str) -> str:
+        """Lark for the items between the brackets (may match nothing when
+        ``low`` is 0); ``prefix`` items come first, then ``rest`` ones."""
+        # Build from the back: after position i, what may follow.
+        def tail(index: int) -> str:
+            if index < len(prefix):
+                step = f"{sep} {prefix[index]}"
+                after = tail(index + 1)
+                body = f"{step} {after}".strip()
+                return body if index < low else f"({body})?"
+            if rest is None:
+                return ""
+            need = max(low - index, 0)
+            most = None if high is None else high - index
+            if most is not None and most <= 0:
+                return ""
+            return repeat(f"{sep} {rest}", need, most)
+
+        if high == 0:
+            return ""
+        if prefix:
+            first, after = prefix[0], tail(1)
+        elif rest is not None:
+            first, after = rest, tail(1)
+        else:
+            return ""
+        sequence = f"{first} {after}".strip()
+        return sequence if low >= 1 else f"({sequence})?"
+
+    # -- objects ---------------------------------------------------------------
+
+    def object(self, frame: ObjectFrame, path: str) -> str:
+        def member(key: str, value: Frame) -> str:
+            return f"{self.syntax.key(key)} {self.value(value, f'{path}/properties/{key}')}"
+
+        key_regex = JSON_KEY_REGEX if self.syntax.name == "json" else GEMMA_KEY_REGEX
+        extra = self.additional_member(
+            frame, path, key_regex, self.syntax.any_key, lambda v: self.value(v, f"{path}/additionalProperties")
+        )
+        body = self.members(frame, member, literal(self.syntax.member_separator), extra, path)
+        return f'"{{" {body} "}}"' if body else '"{}"'
+
+    def additional_member(
+        self,
+        frame: ObjectFrame,
+        path: str,
+        base_key: str,
+        key_syntax: Callable[[str], str],
+        value_rule: Callable[[Frame], str],
+    ) -> str | None:
+        """Lark for one member whose key is not declared (pattern or
+        additional properties), or ``None`` when the object is closed.
+        ``base_key`` is the regex of key text the dialect can write."""
+        declared = [name for name, _ in frame.properties] + list(frame.forbidden)
+        not_declared = "".join(f" & ~{literal(name)}" for name in declared)
+        options = []
+        pattern_regexes = []
+        for pattern, value in frame.pattern_properties:
+            translated = ecma_to_rust(pattern)
+            if translated is None:
+                self.warn(path, "patternProperties", f"pattern {pattern!r} has no exact translation; keys matching it are not allowed during generation")
+                continue
+            pattern_regexes.append(translated)
+            terminal = self.rules.terminal("key", f"{base_key} & {regex(translated)}{not_declared}")
+            options.append(f"{key_syntax(terminal)} {value_rule(value)}")
+        if frame.additional is not None:
+            excluded = "".join(f" & ~{regex(p)}" for p in pattern_regexes)
+            terminal = self.rules.terminal("key", f"{base_key}{not_declared}{excluded}")
+            options.append(f"{key_syntax(terminal)} {value_rule(frame.additional)}")
+        if not options:
+            return None
+        return self.rules.add("extra_member", " | ".join(options))
+
+    def members(self, frame: ObjectFrame, member: Member, sep: str, extra: str | None, path: str) -> str:
+        """Lark for an object's members (possibly empty) in the configured key
+        order: every required key once, declared keys at most once, extra
+        members after the declared ones."""
+        keys = [name for name, _ in frame.properties]
+        frames = dict(frame.properties)
+        required = set(frame.required)
+        most = frame.max_properties
+        if frame.min_properties > len(required) or (most is not None and (extra is not None or most < len(keys))):
+            self.warn(path, "minProperties/maxProperties", "property counts are not enforced during generation")
+        order = self.key_order
+        if order == "any" and len(keys) > MAX_ANY_ORDER_KEYS:
+            self.warn(path, "key_order", f"more than {MAX_ANY_ORDER_KEYS} keys: keys follow schema order")
+            order = "schema"
+        if order == "alphabetical":
+            keys = sorted(keys)
+        rendered = {key: member(key, frames[key]) for key in keys}
+        extras = f"({sep} {extra})*" if extra is not None else ""
+        first_extra = f"{extra} ({sep} {extra})*" if extra is not None else None
+        if order == "any":
+            return self._any_order(keys, rendered, required, sep, extras, first_extra)
+        return self._in_order(keys, rendered, required, sep, extras, first_extra)
+
+    def _in_order(
+        self,
+        keys: list[str],
+        rendered: Mapping[str, str],
+        required: set[str],
+        sep: str,
+        extras: str,
+        first_extra: str | None,
+    ) -> str:
+        # started[i] / fresh[i]: the members from keys[i:] after at least one
+        # member / before any; "" stands for "nothing more".
+        started = self.rules.add("members", extras) if extras else ""
+        fresh = self.rules.add("members", first_extra) if first_extra else ""
+        fresh_optional = True
+        for key in reversed(keys):
+            take_started = f"{sep} {rendered[key]} {started}".strip()
+            take_fresh = f"{rendered[key]} {started}".strip()
+            if key in required:
+                started = self.rules.add("members", take_started)
+                fresh = self.rules.add("members", take_fresh)
+                fresh_optional = False
+            else:
+                started = self.rules.add("members", _either(take_started, started))
+                fresh = self.rules.add("members", _either(take_fresh, fresh))
+        return f"{fresh}?" if fresh and fresh_optional else fresh
+
+    def _any_order(
+        self,
+        keys: list[str],
+        rendered: Mapping[str, str],
+        required: set[str],
+        sep: str,
+        extras: str,
+        first_extra: str | None,
+    ) -> str:
+        """Keys in any order, each at most once, the required ones all: one
+        rule per (keys used so far, whether a member was written)."""
+        states: dict[tuple[frozenset[str], bool], str] = {}
+        for size in range(len(keys), -1, -1):
+            for used in map(frozenset, itertools.combinations(keys, size)):
+                for started in (True, False):
+                    prefix = f"{sep} " if started else ""
+                    options = [
+                        f"{prefix}{rendered[key]} {states[(used | {key}, True)]}".strip()
+                        for key in keys
+                        if key not in used
+                    ]
+                    done = required <= used
+                    tail = extras if started else first_extra
+                    if done and tail:
+                        options.append(tail)
+                    body = " | ".join(f"({option})" for option in options)
+                    if done and body:
+                        body = f"({body})?"
+                    states[(used, started)] = self.rules.add("any", body) if body else ""
+        return states[(frozenset(), False)]
+
+
+def _either(first: str, second: str) -> str:
+    if not second:
+        return f"({first})?"
+    return f"({first}) | {second}"
+
+
+def number_schema(frame: IntegerFrame | NumberFrame) -> dict[str, Any]:
+    """The JSON Schema llguidance enforces for a numeric frame."""
+    schema: dict[str, Any] = {"type": frame.kind}
+    if isinstance(frame, IntegerFrame):
+        if frame.minimum is not None:
+            schema["minimum"] = frame.minimum
+        if frame.maximum is not None:
+            schema["maximum"] = frame.maximum
+    else:
+        if frame.minimum is not None:
+            schema["exclusiveMinimum" if frame.exclusive_minimum else "minimum"] = frame.minimum
+        if frame.maximum is not None:
+            schema["exclusiveMaximum" if frame.exclusive_maximum else "maximum"] = frame.maximum
+    if frame.multiple_of is not None:
+        schema["multipleOf"] = frame.multiple_of
+    return schema
