@@ -4,34 +4,50 @@ Tool schemas are read once, faithfully, into typed frames; the grammar
 emitters, the logits mask and the parser all work from that one reading.
 """
 
+from .compiler import CheckResult, CompiledTools, compile_tools
+from .dialects import DIALECTS
 from .errors import (
+    CompileError,
     ConstrainedError,
     SchemaError,
     ToolDefinitionError,
+    UnknownDialectError,
     UnsatisfiableSchemaError,
 )
 from .frames import NormalizedSchema, SchemaWarning
+from .render import render_tool_calls
 from .schema.annotate import annotate_ref_types
 from .schema.normalize import normalize_schema
 from .schema.tool import NormalizedTool, normalize_tool, normalize_tools
 from .schema.types import effective_type, json_types
+from .tokenizers import Tokenizer, TokenizerError, load_tokenizer
 from .tools import Tool, load_tools, load_tools_file
 
 __all__ = [
+    "DIALECTS",
+    "CheckResult",
+    "CompileError",
+    "CompiledTools",
     "ConstrainedError",
     "NormalizedSchema",
     "NormalizedTool",
     "SchemaError",
     "SchemaWarning",
+    "Tokenizer",
+    "TokenizerError",
     "Tool",
     "ToolDefinitionError",
+    "UnknownDialectError",
     "UnsatisfiableSchemaError",
     "annotate_ref_types",
+    "compile_tools",
     "effective_type",
     "json_types",
+    "load_tokenizer",
     "load_tools",
     "load_tools_file",
     "normalize_schema",
     "normalize_tool",
     "normalize_tools",
+    "render_tool_calls",
 ]

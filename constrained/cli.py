@@ -5,22 +5,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
+from .compiler import compile_tools
+from .dialects import DIALECTS
 from .errors import ConstrainedError
+from .render import render_tool_calls
 from .schema.tool import normalize_tools
 from .tools import load_tools_file
+
+# The built-in tokenizer each dialect is checked with when none is named.
+DEFAULT_TOKENIZERS = {"gemma4": "gemma4", "functiongemma": "functiongemma"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # argparse binds an optional trailing positional (TEXT, CALLS) before it
+    # has seen the options in between; take it from what is left.
+    if hasattr(args, "trailing") and args.trailing == "-" and len(extra) == 1:
+        args.trailing, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args))
-    except ConstrainedError as exc:
-        print(f"constrained: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
+    except (ConstrainedError, OSError) as exc:
         print(f"constrained: error: {exc}", file=sys.stderr)
         return 2
 
@@ -31,25 +40,129 @@ def _parser() -> argparse.ArgumentParser:
         description="Compile tool schemas into a token-level constraint in a model's own tool-call syntax.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+
     normalize = commands.add_parser(
         "normalize",
         help="print each tool's normalized frames and the relaxations applied",
-        description="Read TOOLS (OpenAI tools, function dicts, MCP tools/list, BFCL) and print, "
-        "as JSON, each tool's typed frames and the warnings for anything relaxed.",
+        description="Read TOOLS and print, as JSON, each tool's typed frames and the warnings for anything relaxed.",
     )
-    normalize.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions")
+    normalize.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
     normalize.add_argument(
         "--loose",
         action="store_true",
         help="follow JSON Schema literally: objects without additionalProperties stay open",
     )
     normalize.set_defaults(run=_normalize)
+
+    compile_ = commands.add_parser(
+        "compile",
+        help="compile TOOLS into a constraint; print a summary, save the artifact with -o",
+    )
+    _compile_options(compile_)
+    compile_.add_argument("-o", "--output", help="write the compiled artifact (JSON) here")
+    compile_.add_argument("--grammar", action="store_true", help="print the grammar instead of a summary")
+    compile_.set_defaults(run=_compile)
+
+    check = commands.add_parser(
+        "check",
+        help="exit 0 if TEXT is a complete output the constraint accepts, else 1",
+        description="TEXT is what the model generates after the generation prompt, without the final "
+        "end-of-generation token. On rejection, prints the first rejected token index and byte offset as JSON.",
+    )
+    _compile_options(check)
+    check.add_argument(
+        "trailing", metavar="TEXT", nargs="?", default="-", help="the output to check, or - for stdin (default)"
+    )
+    check.set_defaults(run=_check)
+
+    render = commands.add_parser("render", help="print calls as the model's template writes them")
+    render.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions")
+    render.add_argument("--dialect", required=True, choices=sorted(DIALECTS))
+    render.add_argument("--key-order", default="trained", choices=["trained", "schema", "alphabetical"])
+    render.add_argument(
+        "trailing",
+        metavar="CALLS",
+        nargs="?",
+        default="-",
+        help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default)',
+    )
+    render.set_defaults(run=_render)
     return parser
+
+
+def _compile_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
+    parser.add_argument("--dialect", required=True, choices=sorted(DIALECTS))
+    parser.add_argument(
+        "--tokenizer",
+        help="built-in name (qwen3, qwen3.6, gemma4, functiongemma), HF tokenizer folder or tokenizer.json; "
+        "default: gemma4/functiongemma for those dialects, qwen3 otherwise",
+    )
+    parser.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name")
+    parser.add_argument("--no-parallel", action="store_true", help="allow one call only")
+    parser.add_argument("--key-order", default="trained", choices=["trained", "schema", "alphabetical", "any"])
+
+
+def _compiled(args: argparse.Namespace) -> Any:
+    return compile_tools(
+        load_tools_file(args.tools),
+        args.dialect,
+        args.tokenizer or DEFAULT_TOKENIZERS.get(args.dialect, "qwen3"),
+        tool_choice=args.tool_choice,
+        parallel_tool_calls=not args.no_parallel,
+        key_order=args.key_order,
+    )
+
+
+def _read(source: str) -> str:
+    return sys.stdin.read() if source == "-" else source
 
 
 def _normalize(args: argparse.Namespace) -> int:
     tools = normalize_tools(load_tools_file(args.tools), strict=not args.loose)
-    out = [{"name": tool.name, **tool.schema.to_json()} for tool in tools]
-    json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
+    _print_json([{"name": tool.name, **tool.schema.to_json()} for tool in tools])
+    return 0
+
+
+def _compile(args: argparse.Namespace) -> int:
+    compiled = _compiled(args)
+    if args.output:
+        compiled.save(args.output)
+    if args.grammar:
+        sys.stdout.write(compiled.grammar)
+        return 0
+    _print_json(
+        {
+            "dialect": compiled.dialect,
+            "tokenizer": compiled.tokenizer.name,
+            "tools": [tool.name for tool in compiled.tools],
+            "tool_choice": compiled.tool_choice,
+            "parallel_tool_calls": compiled.parallel_tool_calls,
+            "key_order": compiled.key_order,
+            "fingerprint": compiled.fingerprint,
+            "grammar_chars": len(compiled.grammar),
+            "warnings": [str(w) for w in compiled.warnings],
+            "output": args.output,
+        }
+    )
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    result = _compiled(args).check(_read(args.trailing))
+    if result.accepted:
+        return 0
+    _print_json(result.to_json())
+    return 1
+
+
+def _render(args: argparse.Namespace) -> int:
+    calls = json.loads(_read(args.trailing))
+    sys.stdout.write(render_tool_calls(calls, load_tools_file(args.tools), args.dialect, key_order=args.key_order))
     sys.stdout.write("\n")
     return 0
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

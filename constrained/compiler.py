@@ -22,9 +22,8 @@ from .errors import CompileError
 from .frames import NormalizedSchema, SchemaWarning, canonical_json
 from .grammar.lark import RuleSet
 from .grammar.values import KEY_ORDERS, ValueEmitter
-from .schema.tool import NormalizedTool, normalize_tool
+from .schema.tool import NormalizedTool, normalize_tools
 from .tokenizers import Tokenizer, load_tokenizer
-from .tools import Tool, load_tools
 
 TOOL_CHOICES = ("auto", "required", "none")
 FORMAT_VERSION = 1
@@ -178,7 +177,7 @@ def compile_tools(
     strict: bool = True,
 ) -> CompiledTools:
     """Compile ``tools`` (any form :func:`load_tools` accepts, or
-    :class:`NormalizedTool`\\ s) into a constraint in ``dialect``'s syntax.
+    :class:`NormalizedTool` objects) into a constraint in ``dialect``'s syntax.
 
     ``tool_choice``: ``"auto"`` (text, then optionally calls), ``"required"``
     (at least one call), ``"none"`` (text only), or a tool's name (a call of
@@ -188,7 +187,7 @@ def compile_tools(
     """
     chosen = get_dialect(dialect)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
-    normalized = _normalized(tools, strict)
+    normalized = tuple(normalize_tools(tools, strict=strict))
     _check_options(normalized, tool_choice, key_order)
     key = _fingerprint(chosen.name, normalized, tool_choice, parallel_tool_calls, key_order, tok)
     with _cache_lock:
@@ -201,13 +200,6 @@ def compile_tools(
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return compiled
-
-
-def _normalized(tools: Any, strict: bool) -> tuple[NormalizedTool, ...]:
-    if isinstance(tools, (list, tuple)) and tools and all(isinstance(t, NormalizedTool) for t in tools):
-        return tuple(tools)
-    loaded = tools if isinstance(tools, (list, tuple)) and all(isinstance(t, Tool) for t in tools) and tools else load_tools(tools)
-    return tuple(normalize_tool(tool, strict=strict) for tool in loaded)
 
 
 def _check_options(tools: Sequence[NormalizedTool], tool_choice: str, key_order: str) -> None:

@@ -30,3 +30,85 @@ def test_bad_tools_file_is_a_clear_error(tmp_path):
     result = run("normalize", str(path))
     assert result.returncode == 2
     assert "tool 'f'" in result.stderr and "/properties/x" in result.stderr and "strnig" in result.stderr
+
+
+WRITE_FILE = [
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "mode": {"type": "integer", "maximum": 511}},
+                "required": ["path", "content"],
+            },
+        },
+    }
+]
+QWEN_CALL = "<tool_call>\n<function=write_file>\n<parameter=path>\na.txt\n</parameter>\n<parameter=content>\n  x\n\n</parameter>\n</function>\n</tool_call>"
+
+
+def tools_file(tmp_path):
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(WRITE_FILE))
+    return str(path)
+
+
+def test_render_writes_the_template_bytes(tmp_path):
+    calls = json.dumps([{"name": "write_file", "arguments": {"path": "a.txt", "content": "  x\n"}}])
+    result = run("render", tools_file(tmp_path), "--dialect", "qwen3_coder", calls)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == QWEN_CALL + "\n"
+
+
+def test_check_accepts_a_complete_call_from_stdin(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "constrained", "check", tools_file(tmp_path), "--dialect", "qwen3_coder"],
+        input=QWEN_CALL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+
+
+def test_check_reports_the_first_rejected_token(tmp_path):
+    text = QWEN_CALL.replace("<parameter=path>\na.txt\n</parameter>\n", "")
+    result = run("check", tools_file(tmp_path), "--dialect", "qwen3_coder", text)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    prefix = "<tool_call>\n<function=write_file>\n<parameter="
+    assert report["accepted"] is False
+    assert report["byte_offset"] <= len(prefix.encode()) <= report["byte_offset"] + len("content")
+    assert report["token_index"] > 0
+
+
+def test_check_rejects_a_value_out_of_bounds(tmp_path):
+    text = QWEN_CALL.replace("</function>", "<parameter=mode>\n600\n</parameter>\n</function>")
+    assert run("check", tools_file(tmp_path), "--dialect", "qwen3_coder", text).returncode == 1
+    ok = QWEN_CALL.replace("</function>", "<parameter=mode>\n420\n</parameter>\n</function>")
+    assert run("check", tools_file(tmp_path), "--dialect", "qwen3_coder", ok).returncode == 0
+
+
+def test_check_required_rejects_plain_text(tmp_path):
+    result = run("check", tools_file(tmp_path), "--dialect", "gemma4", "--tool-choice", "required", "hello")
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == {"accepted": False, "token_index": 0, "byte_offset": 0}
+
+
+def test_compile_saves_an_artifact(tmp_path):
+    out = tmp_path / "compiled.json"
+    result = run("compile", tools_file(tmp_path), "--dialect", "hermes", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["tools"] == ["write_file"] and summary["tokenizer"] == "qwen3"
+    saved = json.loads(out.read_text())
+    assert saved["fingerprint"] == summary["fingerprint"]
+    assert "write_file" in saved["grammar"]
+
+
+def test_unknown_dialect_is_a_usage_error(tmp_path):
+    result = run("compile", tools_file(tmp_path), "--dialect", "llama")
+    assert result.returncode == 2
+    assert "invalid choice: 'llama'" in result.stderr

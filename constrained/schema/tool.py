@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import ToolDefinitionError
 from ..frames import Frame, NormalizedSchema, ObjectFrame, SchemaWarning, UnionFrame
-from ..tools import Tool
+from ..tools import Tool, load_tools
 from .normalize import normalize_schema
 
 
@@ -48,8 +48,15 @@ def normalize_tool(tool: Tool, *, strict: bool = True) -> NormalizedTool:
     return NormalizedTool(tool.name, tool.description, tool.parameters, schema)
 
 
-def normalize_tools(tools: Iterable[Tool], *, strict: bool = True) -> list[NormalizedTool]:
-    return [normalize_tool(tool, strict=strict) for tool in tools]
+def normalize_tools(tools: Any, *, strict: bool = True) -> list[NormalizedTool]:
+    """Normalize tools given in any form :func:`load_tools` accepts, as
+    :class:`Tool` objects, or already normalized (returned as they are)."""
+    if isinstance(tools, (list, tuple)) and tools:
+        if all(isinstance(t, NormalizedTool) for t in tools):
+            return list(tools)
+        if all(isinstance(t, Tool) for t in tools):
+            return [normalize_tool(tool, strict=strict) for tool in tools]
+    return [normalize_tool(tool, strict=strict) for tool in load_tools(tools)]
 
 
 def _is_object(frame: Frame, schema: NormalizedSchema) -> bool:
