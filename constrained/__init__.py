@@ -15,6 +15,7 @@ from .errors import (
     UnsatisfiableSchemaError,
 )
 from .frames import NormalizedSchema, SchemaWarning
+from .parse import CallError, ParseResult, parse_tool_calls
 from .render import render_tool_calls
 from .schema.annotate import annotate_ref_types
 from .schema.normalize import normalize_schema
@@ -25,12 +26,14 @@ from .tools import Tool, load_tools, load_tools_file
 
 __all__ = [
     "DIALECTS",
+    "CallError",
     "CheckResult",
     "CompileError",
     "CompiledTools",
     "ConstrainedError",
     "NormalizedSchema",
     "NormalizedTool",
+    "ParseResult",
     "SchemaError",
     "SchemaWarning",
     "Tokenizer",
@@ -49,5 +52,6 @@ __all__ = [
     "normalize_schema",
     "normalize_tool",
     "normalize_tools",
+    "parse_tool_calls",
     "render_tool_calls",
 ]

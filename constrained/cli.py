@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from .compiler import compile_tools
 from .dialects import DIALECTS
 from .errors import ConstrainedError
+from .parse import parse_tool_calls
 from .render import render_tool_calls
 from .schema.tool import normalize_tools
 from .tools import load_tools_file
@@ -74,6 +75,14 @@ def _parser() -> argparse.ArgumentParser:
         "trailing", metavar="TEXT", nargs="?", default="-", help="the output to check, or - for stdin (default)"
     )
     check.set_defaults(run=_check)
+
+    parse = commands.add_parser(
+        "parse", help='read model output into JSON {"content", "reasoning", "tool_calls", "errors"}'
+    )
+    parse.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions")
+    parse.add_argument("--dialect", required=True, choices=sorted(DIALECTS))
+    parse.add_argument("trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default)")
+    parse.set_defaults(run=_parse)
 
     render = commands.add_parser("render", help="print calls as the model's template writes them")
     render.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions")
@@ -154,6 +163,11 @@ def _check(args: argparse.Namespace) -> int:
         return 0
     _print_json(result.to_json())
     return 1
+
+
+def _parse(args: argparse.Namespace) -> int:
+    _print_json(parse_tool_calls(_read(args.trailing), load_tools_file(args.tools), args.dialect).to_json())
+    return 0
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -88,7 +88,7 @@ class CompiledTools:
         matcher = self.matcher()
         valid = matcher.validate_tokens(tokens)
         if valid < len(tokens):
-            offset = len(self.tokenizer.decode(tokens[:valid]).encode("utf-8"))
+            offset = sum(len(self.tokenizer.token_bytes(token)) for token in tokens[:valid])
             return CheckResult(False, valid, offset)
         matcher.consume_tokens(tokens)
         for marker in self._end_markers():
@@ -226,7 +226,7 @@ def _fingerprint(
     material = {
         "format": FORMAT_VERSION,
         "dialect": dialect,
-        "tools": [[t.name, t.schema.to_json()] for t in tools],
+        "tools": [[t.name, t.description, t.parameters, t.schema.to_json()] for t in tools],
         "options": [tool_choice, parallel, key_order],
         "tokenizer": tok.fingerprint,
     }

@@ -112,3 +112,15 @@ def test_unknown_dialect_is_a_usage_error(tmp_path):
     result = run("compile", tools_file(tmp_path), "--dialect", "llama")
     assert result.returncode == 2
     assert "invalid choice: 'llama'" in result.stderr
+
+
+def test_parse_prints_typed_calls_and_errors(tmp_path):
+    result = run("parse", tools_file(tmp_path), "--dialect", "qwen3_coder", "Done.\n" + QWEN_CALL)
+    assert result.returncode == 0, result.stderr
+    parsed = json.loads(result.stdout)
+    assert parsed["content"] == "Done.\n" and parsed["errors"] == []
+    (call,) = parsed["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"path": "a.txt", "content": "  x\n"}
+    broken = run("parse", tools_file(tmp_path), "--dialect", "qwen3_coder", QWEN_CALL.replace("write_file", "rm"))
+    report = json.loads(broken.stdout)
+    assert report["tool_calls"] == [] and report["errors"][0]["tool"] == "rm"

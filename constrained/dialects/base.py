@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from importlib import resources
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
-from ..frames import ObjectFrame, UnionFrame
+from ..frames import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter, ValueSyntax
 from ..schema.tool import NormalizedTool
+from ..schema.values import frame_accepts, pattern_matches
 from ..tokenizers import Tokenizer
+from .segments import CallSegment, Segment, Value, scan
 
 
 class Markers:
@@ -54,6 +56,13 @@ class Dialect(ABC):
     the vocabulary the block is left out."""
     call_separator: ClassVar[bool] = True
     """Whether calls are separated (rule ``call_separator``) or adjacent."""
+    call_open: ClassVar[str] = "<tool_call>"
+    call_close: ClassVar[str] = "</tool_call>"
+    reasoning_markers: ClassVar[tuple[str, str] | None] = None
+    """The text around a reasoning block, for the parser, where it is more
+    than the two :attr:`reasoning_tokens`."""
+    python_literals: ClassVar[bool] = False
+    """Whether the grammar lets raw values be ``True``/``False``/``None``."""
 
     def grammar(self) -> str:
         """The fixed parts: ``grammars/<name>.lark``."""
@@ -62,6 +71,21 @@ class Dialect(ABC):
     @abstractmethod
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         """Lark for one call of ``tool`` between the fixed call markers."""
+
+    @abstractmethod
+    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
+        """The tool name and argument pairs of one call, from the text between
+        :attr:`call_open` and :attr:`call_close` (raises :class:`Malformed`)."""
+
+    def scan(self, text: str) -> Iterator[Segment | CallSegment]:
+        """Model text as reasoning, plain text and call segments."""
+        return scan(
+            text,
+            call_open=self.call_open,
+            call_close=self.call_close,
+            parse_body=self.parse_body,
+            reasoning=self.reasoning_markers or _pair(self.reasoning_tokens),
+        )
 
     @abstractmethod
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
@@ -77,11 +101,43 @@ class Dialect(ABC):
         assert all(isinstance(o, ObjectFrame) for o in objects), "normalize_tool guarantees object parameters"
         return objects  # type: ignore[return-value]
 
-    def ordered(self, arguments: dict[str, Any], tool: NormalizedTool, key_order: str) -> list[str]:
-        """Argument names in the order the grammar expects them."""
+    def arranged(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> dict[str, Any]:
+        """``arguments`` with the keys of every object, nested ones too, in the
+        order the grammar expects for ``key_order``."""
         order = self.trained_key_order if key_order in ("trained", "any") else key_order
+        return arrange(arguments, tool.root, tool.schema, order)
+
+
+def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> Any:
+    """``value`` with each object's declared keys in ``order`` ("schema" or
+    "alphabetical") and its other keys after them, as given; a union follows
+    its first option that accepts the value."""
+    frame = schema.resolve(frame)
+    if isinstance(frame, UnionFrame):
+        chosen = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), None)
+        return value if chosen is None else arrange(value, chosen, schema, order)
+    if isinstance(frame, ObjectFrame) and isinstance(value, dict):
+        declared = [name for name, _ in frame.properties]
         if order == "alphabetical":
-            return sorted(arguments)
-        root = tool.schema.resolve(tool.root)
-        declared = [name for name, _ in getattr(root, "properties", ())]
-        return [k for k in declared if k in arguments] + [k for k in arguments if k not in declared]
+            declared.sort()
+        keys = [k for k in declared if k in value] + [k for k in value if k not in declared]
+        return {k: arrange(value[k], _member_frame(frame, k), schema, order) for k in keys}
+    if isinstance(frame, ArrayFrame) and isinstance(value, list):
+        prefix = frame.prefix_items
+        return [
+            arrange(item, prefix[i] if i < len(prefix) else frame.items or FreeFrame(), schema, order)
+            for i, item in enumerate(value)
+        ]
+    return value
+
+
+def _member_frame(frame: ObjectFrame, key: str) -> Frame:
+    declared = frame.property(key)
+    if declared is not None:
+        return declared
+    matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
+    return matched[0] if matched else frame.additional or FreeFrame()
+
+
+def _pair(markers: tuple[str, ...]) -> tuple[str, str] | None:
+    return (markers[0], markers[1]) if len(markers) == 2 else None

@@ -5,12 +5,16 @@ template renders keys sorted, which is the trained key order."""
 
 from __future__ import annotations
 
+import json
+import re
+
 from typing import Any, ClassVar
 
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter, ValueSyntax, gemma_syntax
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
+from .segments import Malformed, Parsed, Value
 
 
 class Gemma4(Dialect):
@@ -24,18 +28,28 @@ class Gemma4(Dialect):
     end_tokens = ("<turn|>", "<eos>")
     call_end_tokens = ("<|tool_response>",)
     reasoning_tokens = ("<|channel>", "<channel|>")
+    reasoning_markers = ("<|channel>thought\n", "<channel|>")
     call_separator = False
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         return f"{literal(tool.name)} {emitter.value(tool.root)}"
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
-        ordered = {key: arguments[key] for key in self.ordered(arguments, tool, key_order)}
-        body = render_value(ordered, self.string_delimiter, sort_keys=self.ordered_nested(key_order))
+        body = render_value(self.arranged(tool, arguments, key_order), self.string_delimiter)
         return f"{self.call_open}call:{tool.name}{body}{self.call_close}"
 
-    def ordered_nested(self, key_order: str) -> bool:
-        return (self.trained_key_order if key_order in ("trained", "any") else key_order) == "alphabetical"
+    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
+        """``call:NAME{key:value,...}``, values in Gemma's syntax."""
+        brace = body.find("{")
+        if not body.startswith("call:") or brace < 0:
+            raise Malformed("expected 'call:NAME{' after the call token")
+        name = body[len("call:") : brace]
+        reader = _ValueReader(body, self.string_delimiter, name)
+        reader.position = brace
+        pairs = reader.pairs()
+        if reader.position != len(body):
+            raise reader.fail("the end of the call")
+        return name, [(key, Parsed(value)) for key, value in pairs]
 
 
 class FunctionGemma(Gemma4):
@@ -48,11 +62,11 @@ class FunctionGemma(Gemma4):
     end_tokens = ("<end_of_turn>", "<eos>")
     call_end_tokens = ("<start_function_response>",)
     reasoning_tokens = ()
+    reasoning_markers = None
 
 
-def render_value(value: Any, delimiter: str, *, sort_keys: bool) -> str:
-    """A value in Gemma's syntax (keys of nested objects sorted when
-    ``sort_keys``; the top level keeps the order given)."""
+def render_value(value: Any, delimiter: str) -> str:
+    """A value in Gemma's syntax, keys in the order given."""
     if isinstance(value, str):
         return f"{delimiter}{value}{delimiter}"
     if isinstance(value, bool):
@@ -60,8 +74,89 @@ def render_value(value: Any, delimiter: str, *, sort_keys: bool) -> str:
     if value is None:
         return "null"
     if isinstance(value, list):
-        return "[" + ",".join(render_value(v, delimiter, sort_keys=sort_keys) for v in value) + "]"
+        return "[" + ",".join(render_value(v, delimiter) for v in value) + "]"
     if isinstance(value, dict):
-        items = value.items()
-        return "{" + ",".join(f"{k}:{render_value(v, delimiter, sort_keys=sort_keys)}" for k, v in items) + "}"
+        return "{" + ",".join(f"{k}:{render_value(v, delimiter)}" for k, v in value.items()) + "}"
     return repr(value) if isinstance(value, float) else str(value)
+
+
+class _ValueReader:
+    """Reads Gemma's value syntax exactly as the grammar writes it."""
+
+    def __init__(self, text: str, delimiter: str, name: str) -> None:
+        self.text = text
+        self.delimiter = delimiter
+        self.name = name
+        self.position = 0
+
+    def fail(self, what: str) -> Malformed:
+        return Malformed(f"expected {what} at offset {self.position} of the call", self.name)
+
+    def pairs(self) -> list[tuple[str, Any]]:
+        """The members of an object, in order (``{`` at the current position)."""
+        if not self.text.startswith("{", self.position):
+            raise self.fail("'{'")
+        self.position += 1
+        members: list[tuple[str, Any]] = []
+        if self.text.startswith("}", self.position):
+            self.position += 1
+            return members
+        while True:
+            colon = self.text.find(":", self.position)
+            key = self.text[self.position : colon] if colon >= 0 else ""
+            if not key or any(c in key for c in "{}[],<") or self.delimiter in key:
+                raise self.fail("a key and ':'")
+            self.position = colon + 1
+            members.append((key, self.value()))
+            if self.text.startswith(",", self.position):
+                self.position += 1
+            elif self.text.startswith("}", self.position):
+                self.position += 1
+                return members
+            else:
+                raise self.fail("',' or '}'")
+
+    def value(self) -> Any:
+        text, start = self.text, self.position
+        if text.startswith(self.delimiter, start):
+            end = text.find(self.delimiter, start + len(self.delimiter))
+            if end < 0:
+                raise self.fail(f"a closing {self.delimiter}")
+            self.position = end + len(self.delimiter)
+            return text[start + len(self.delimiter) : end]
+        if text.startswith("{", start):
+            members = self.pairs()
+            keys = [key for key, _ in members]
+            if len(set(keys)) != len(keys):
+                raise Malformed("a key is given twice in an object", self.name)
+            return dict(members)
+        if text.startswith("[", start):
+            return self.array()
+        for word, meaning in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, start):
+                self.position += len(word)
+                return meaning
+        number = _NUMBER.match(text, start)
+        if number is None:
+            raise self.fail("a value")
+        self.position = number.end()
+        return json.loads(number.group())
+
+    def array(self) -> list[Any]:
+        self.position += 1
+        items: list[Any] = []
+        if self.text.startswith("]", self.position):
+            self.position += 1
+            return items
+        while True:
+            items.append(self.value())
+            if self.text.startswith(",", self.position):
+                self.position += 1
+            elif self.text.startswith("]", self.position):
+                self.position += 1
+                return items
+            else:
+                raise self.fail("',' or ']'")
+
+
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")

@@ -10,6 +10,7 @@ from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
 from .raw_values import RawValues, raw_text
+from .segments import Malformed, Raw, Value
 
 
 class Glm45(Dialect):
@@ -50,16 +51,49 @@ class Glm45(Dialect):
     def _values(self, markers: Markers, newline: str) -> RawValues:
         if markers.is_token("</arg_value>"):
             close = f"</arg_value>{newline}"
-            return RawValues(f"ARG_TEXT? {close}", close, None, python_literals=False)
-        return RawValues(f"ARG_TEXT_CLOSED{newline}", f'"</arg_value>"{newline}', "</arg_value>", python_literals=False)
+            return RawValues(f"ARG_TEXT? {close}", close, None, None, python_literals=False)
+        return RawValues(
+            f"ARG_TEXT_CLOSED{newline}",
+            f'"</arg_value>"{newline}',
+            "</arg_value>" + self.newline,
+            "(?s:.*</arg_value>.*)",
+            python_literals=False,
+        )
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         nl = self.newline
         pairs = "".join(
-            f"<arg_key>{key}</arg_key>{nl}<arg_value>{raw_text(arguments[key])}</arg_value>{nl}"
-            for key in self.ordered(arguments, tool, key_order)
+            f"<arg_key>{key}</arg_key>{nl}<arg_value>{raw_text(value)}</arg_value>{nl}"
+            for key, value in self.arranged(tool, arguments, key_order).items()
         )
         return f"<tool_call>{tool.name}{nl}{pairs}</tool_call>"
+
+
+    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
+        """NAME, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
+        pairs; a raw value runs to the first ``</arg_value>``."""
+        nl = self.newline
+        name_end = body.find(nl) if nl else body.find("<arg_key>")
+        if name_end < 0:
+            name_end = len(body)
+        name, position, pairs = body[:name_end], name_end + len(nl), []
+        if not name or "<" in name or "\n" in name:
+            raise Malformed("expected the tool name right after <tool_call>")
+        while position < len(body):
+            head = "<arg_key>"
+            if not body.startswith(head, position):
+                raise Malformed(f"expected '<arg_key>' at offset {position} of the call", name)
+            key_end = body.find("</arg_key>", position)
+            value_open = f"</arg_key>{nl}<arg_value>"
+            if key_end < 0 or not body.startswith(value_open, key_end):
+                raise Malformed("expected '<arg_key>KEY</arg_key>' then '<arg_value>'", name)
+            value_start = key_end + len(value_open)
+            value_end = body.find("</arg_value>", value_start)
+            if value_end < 0 or not body.startswith("</arg_value>" + nl, value_end):
+                raise Malformed("an argument value is not closed with '</arg_value>'", name)
+            pairs.append((body[position + len(head) : key_end], Raw(body[value_start:value_end])))
+            position = value_end + len("</arg_value>" + nl)
+        return name, pairs
 
 
 class Glm47(Glm45):

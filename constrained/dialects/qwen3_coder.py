@@ -9,13 +9,15 @@ with Python's ``str()``, so top-level booleans and nulls may also be written
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..grammar.lark import literal
+from ..grammar.lark import literal, literals
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
 from .raw_values import RawValues, raw_text
+from .segments import Malformed, Raw, Value
 
 CLOSE = "\n</parameter>\n"
 
@@ -28,15 +30,22 @@ class Qwen3Coder(Dialect):
     end_tokens = ("<|im_end|>",)
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
+    python_literals = True
 
-    values = RawValues(any_text="raw_value", close=literal(CLOSE), excluded=r"\n</parameter>\n", python_literals=True)
+    values = RawValues(
+        any_text="raw_value",
+        close=literal(CLOSE),
+        close_text=CLOSE,
+        excluded=r"(?s:(.*\n)?</parameter>(\n.*)?)",
+        python_literals=python_literals,
+    )
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         bodies = []
         for frame in self.argument_objects(tool):
             members = emitter.members(
                 frame,
-                lambda key, value: f"{literal(f'<parameter={key}>' + chr(10))} {self.values.value(value, emitter, '/properties/' + key)}",
+                lambda key, value: f"{literals('<parameter=', key, '>' + chr(10))} {self.values.value(value, emitter, '/properties/' + key)}",
                 "",
                 emitter.additional_member(
                     frame, "", r"/[^>\n]+/", self.any_key, lambda v: self.values.value(v, emitter, "/additionalProperties")
@@ -52,7 +61,30 @@ class Qwen3Coder(Dialect):
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         lines = ["<tool_call>", f"<function={tool.name}>"]
-        for key in self.ordered(arguments, tool, key_order):
-            lines += [f"<parameter={key}>", raw_text(arguments[key]), "</parameter>"]
+        for key, value in self.arranged(tool, arguments, key_order).items():
+            lines += [f"<parameter={key}>", raw_text(value), "</parameter>"]
         lines += ["</function>", "</tool_call>"]
         return "\n".join(lines)
+
+    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
+        """Name and raw values of one call, from the text between the call
+        tokens. A value runs to the first ``\\n</parameter>\\n``, exactly as
+        the grammar ends it."""
+        head = _FUNCTION.match(body)
+        if head is None:
+            raise Malformed("expected '\\n<function=NAME>\\n' after <tool_call>")
+        name, position, pairs = head.group(1), head.end(), []
+        while body[position:] != "</function>\n":
+            key = _PARAMETER.match(body, position)
+            if key is None:
+                raise Malformed(f"expected '<parameter=KEY>' or '</function>' at offset {position} of the call", name)
+            end = body.find(CLOSE, key.end())
+            if end < 0:
+                raise Malformed(f"parameter {key.group(1)!r} is not closed with '</parameter>'", name)
+            pairs.append((key.group(1), Raw(body[key.end() : end])))
+            position = end + len(CLOSE)
+        return name, pairs
+
+
+_FUNCTION = re.compile(r"\n<function=([^>\n]+)>\n")
+_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n")

@@ -18,14 +18,16 @@ class RawValues:
 
     ``any_text`` is Lark for any raw text *with* its closing; ``close`` is
     Lark for the closing after other values; ``close_text`` the closing as
-    text (for enum literals) or ``None`` when it is a special token;
-    ``excluded`` a regex raw text may not contain (``None``: nothing, since a
-    special-token closing cannot occur in text); ``python_literals`` allows
-    ``True``/``False``/``None`` as the template's ``str()`` writes them.
+    text, or ``None`` when it is a special token (text closings join the
+    constrained text in one lexeme, so the text cannot run into them);
+    ``excluded`` a regex raw text may not match in full (``None``: nothing,
+    since a special-token closing cannot occur in text); ``python_literals``
+    allows ``True``/``False``/``None`` as the template's ``str()`` writes them.
     """
 
     any_text: str
     close: str
+    close_text: str | None
     excluded: str | None
     python_literals: bool
 
@@ -37,10 +39,19 @@ class RawValues:
         if isinstance(frame, UnionFrame):
             return "(" + " | ".join(self.value(option, emitter, path) for option in frame.options) + ")"
         if isinstance(frame, StringFrame):
-            return f"{emitter.raw_text(frame, path, excluded=self.excluded)} {self.close}"
+            if self.close_text is not None:
+                return emitter.closed_text(frame, path, self.excluded, self.close_text)
+            text = emitter.raw_text(frame, path)
+            return f"{text} {self.close}" if text else self.any_text
         if isinstance(frame, EnumFrame):
-            texts = [literal(raw_text(value)) for value in frame.values]
-            return f"({' | '.join(texts)}) {self.close}"
+            texts = [literal(v) for v in frame.values if isinstance(v, str)]
+            others = [emitter.syntax.scalar(v) for v in frame.values if not isinstance(v, str)]
+            options = [f"({' | '.join(others)}) {self.close}"] if others else []
+            if texts and self.close_text is not None:
+                options.append(emitter.rules.terminal("text", f"({' | '.join(texts)}) {literal(self.close_text)}"))
+            elif texts:
+                options.append(f"({' | '.join(texts)}) {self.close}")
+            return " | ".join(options) if len(options) == 1 else f"({' | '.join(options)})"
         if isinstance(frame, BooleanFrame) and self.python_literals:
             return f'("true" | "false" | "True" | "False") {self.close}'
         if isinstance(frame, NullFrame) and self.python_literals:

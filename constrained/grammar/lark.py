@@ -21,6 +21,13 @@ def literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def literals(*texts: str) -> str:
+    """Lark for ``texts`` in a row, each its own literal (empty ones left
+    out): delimiters apart from the text between them, so the lexer splits
+    a declared key where it splits any other."""
+    return " ".join(literal(text) for text in texts if text)
+
+
 def regex(pattern: str) -> str:
     """A Lark regex literal (``/.../``)."""
     return "/" + pattern.replace("/", "\\/") + "/"

@@ -35,7 +35,7 @@ from ..frames import (
     frame_to_json,
 )
 from ..schema.formats import FORMAT_PATTERNS
-from .lark import RuleSet, json_leaf, literal, regex, repeat
+from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
 from .regex import ecma_to_rust
 
 KEY_ORDERS = ("trained", "schema", "alphabetical", "any")
@@ -61,10 +61,11 @@ class ValueSyntax:
     string_delimiter: str | None = None
 
     def key(self, name: str) -> str:
-        """Lark for a declared key and the separator after it."""
+        """Lark for a declared key and the separator after it, lexed as
+        :meth:`any_key` is (a union may allow both at one place)."""
         if self.name == "json":
-            return literal(json.dumps(name, ensure_ascii=False) + ": ")
-        return literal(name + ":")
+            return literals('"', json.dumps(name, ensure_ascii=False)[1:-1], '": ')
+        return literals(name, ":")
 
     def any_key(self, name_terminal: str) -> str:
         """Lark for a key that is not declared, given the terminal of its text."""
@@ -74,23 +75,19 @@ class ValueSyntax:
 
 
     def scalar(self, value: Any) -> str:
-        """Lark for one literal value (enum and const members)."""
-        if self.name == "json":
-            return literal(json.dumps(value, ensure_ascii=False))
-        return self._gemma(value)
-
-    def _gemma(self, value: Any) -> str:
-        assert self.string_delimiter is not None
-        if isinstance(value, str):
-            inner = f" {literal(value)} " if value else " "
-            return f"{self.string_delimiter}{inner}{self.string_delimiter}"
+        """Lark for one literal value (enum and const members). Arrays and
+        objects are written piece by piece, lexed as the rules for other
+        values of their type are (a union may allow both at one place)."""
         if isinstance(value, list):
-            items = ' "," '.join(self._gemma(v) for v in value)
+            items = f" {literal(self.item_separator)} ".join(self.scalar(v) for v in value)
             return f'"[" {items} "]"' if value else '"[]"'
         if isinstance(value, dict):
-            members = ' "," '.join(f"{literal(k + ':')} {self._gemma(v)}" for k, v in value.items())
+            members = f" {literal(self.member_separator)} ".join(f"{self.key(k)} {self.scalar(v)}" for k, v in value.items())
             return f'"{{" {members} "}}"' if value else '"{}"'
-        return literal(json.dumps(value))
+        if self.name == "json" or not isinstance(value, str):
+            return literal(json.dumps(value, ensure_ascii=False))
+        inner = f" {literal(value)} " if value else " "
+        return f"{self.string_delimiter}{inner}{self.string_delimiter}"
 
 
 JSON_SYNTAX = ValueSyntax("json", ", ", ", ", "json_value")
@@ -195,20 +192,26 @@ class ValueEmitter:
         delimiter = self.syntax.string_delimiter
         return f"{delimiter} {self.raw_text(frame, path) or 'GEMMA_TEXT?'} {delimiter}"
 
-    def raw_text(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
+    def raw_text(self, frame: StringFrame, path: str) -> str | None:
         """Lark for the unquoted text of a constrained string (``None`` when
         ``frame`` has no constraint on its text)."""
-        content = self.string_content(frame, path, excluded)
+        content = self.string_content(frame, path)
         if content is None:
             return None
         terminal = self.rules.terminal("text", content)
         may_be_empty = frame.min_length == 0 and frame.format is None and not frame.patterns
         return f"{terminal}?" if may_be_empty else terminal
 
+    def closed_text(self, frame: StringFrame, path: str, excluded: str, closing: str) -> str:
+        """One terminal for the text of a constrained string and the
+        ``closing`` text after it: the text ends at the first closing."""
+        content = self.string_content(frame, path, excluded) or f"~{regex(excluded)}"
+        return self.rules.terminal("text", f"({content}) {literal(closing)}")
+
     def string_content(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
         """A terminal body for raw string text under ``frame``'s constraints
         (``None`` when unconstrained). ``excluded`` is a regex of text the
-        string may not contain (its closing sequence, when that is text)."""
+        string may not be (containing its closing sequence, when that is text)."""
         parts: list[str] = []
         if frame.format is not None:
             parts.append(regex(FORMAT_PATTERNS[frame.format]))
@@ -224,7 +227,7 @@ class ValueEmitter:
         if not parts:
             return None
         if excluded is not None:
-            parts.append(f"~{regex('(?s:.*)' + excluded + '(?s:.*)')}")
+            parts.append(f"~{regex(excluded)}")
         return " & ".join(parts)
 
     # -- arrays ----------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""What a dialect's scanner finds in model text: plain text, reasoning, and
+calls (a name and argument values, or why the markup is malformed).
+
+Scanning is the dialect's job (it knows its markup); typing the values is the
+parser's (it knows the schema), so a value is either :class:`Raw` text, to be
+read by its parameter's frame, or :class:`Parsed`, already typed by the
+syntax (JSON, Gemma values)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Union
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A value written as raw text (qwen3_coder, glm): its type comes from
+    the schema."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A value whose syntax already says its type."""
+
+    value: Any
+
+
+Value = Union[Raw, Parsed]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Plain text or reasoning, at ``text[start:end]`` of the scanned text."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class CallSegment:
+    """One call's markup at ``text[start:end]``: its name and argument pairs
+    in source order, or ``error`` when the markup is malformed."""
+
+    text: str
+    start: int
+    end: int
+    name: str | None
+    arguments: tuple[tuple[str, Value], ...] = ()
+    error: str | None = None
+    kind: str = "call"
+
+
+class Malformed(Exception):
+    """The markup of a call is not what the dialect's grammar writes."""
+
+    def __init__(self, reason: str, name: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.name = name
+
+
+BodyParser = Callable[[str], "tuple[str, list[tuple[str, Value]]]"]
+
+
+def scan(
+    text: str,
+    *,
+    call_open: str,
+    call_close: str,
+    parse_body: BodyParser,
+    reasoning: tuple[str, str] | None,
+) -> Iterator[Segment | CallSegment]:
+    """Split ``text`` into reasoning (a leading block), plain text and calls
+    between ``call_open`` and ``call_close``. A call marker inside a fenced
+    code block of the plain text, or a call without its closing marker, is a
+    malformed call."""
+    position = 0
+    if reasoning is not None:
+        opening, closing = reasoning
+        stripped = len(text) - len(text.lstrip())
+        if text.startswith(opening, stripped):
+            end = text.find(closing, stripped + len(opening))
+            if end >= 0:
+                yield Segment("reasoning", text[stripped + len(opening) : end], 0, end + len(closing))
+                position = end + len(closing)
+    fenced = False
+    while position < len(text):
+        start = text.find(call_open, position)
+        if start < 0:
+            yield Segment("text", text[position:], position, len(text))
+            return
+        if start > position:
+            yield Segment("text", text[position:start], position, start)
+            fenced ^= len(_FENCE.findall(text, position, start)) % 2 == 1
+        close = text.find(call_close, start + len(call_open))
+        end = len(text) if close < 0 else close + len(call_close)
+        markup = text[start:end]
+        if fenced:
+            yield CallSegment(markup, start, end, None, error="a call marker inside a fenced code block is text, not a call")
+        elif close < 0:
+            yield CallSegment(markup, start, end, None, error=f"the call is not closed with {call_close!r}")
+        else:
+            try:
+                name, pairs = parse_body(text[start + len(call_open) : close])
+            except Malformed as exc:
+                yield CallSegment(markup, start, end, exc.name, error=exc.reason)
+            else:
+                yield CallSegment(markup, start, end, name, tuple(pairs))
+        position = end
+
+
+_FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)

@@ -1,0 +1,937 @@
+"""The tool compiler and the dialect grammars, through ``compile_tools`` and
+``CompiledTools.check`` with real vocabularies: ``qwen3`` for qwen3_coder,
+hermes, glm45 and glm47, ``gemma4`` and ``functiongemma`` for the Gemma
+dialects (and ``qwen3.6`` for Qwen3.6's ids).
+
+Most model outputs here are written by hand, byte for byte as
+``../shared/FORMATS.md`` shows them, so the grammars are checked against the
+formats and not only against the renderers.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from corpus import mcp_tools
+
+from constrained.compiler import CompiledTools, compile_tools
+from constrained.dialects import DIALECTS, get_dialect
+from constrained.errors import CompileError, UnknownDialectError
+from constrained.tokenizers import Tokenizer, load_tokenizer
+
+TOKENIZER_OF = {
+    "qwen3_coder": "qwen3",
+    "hermes": "qwen3",
+    "glm45": "qwen3",
+    "glm47": "qwen3",
+    "gemma4": "gemma4",
+    "functiongemma": "functiongemma",
+}
+ALL_DIALECTS = tuple(TOKENIZER_OF)
+QWEN_LIKE = ("qwen3_coder", "hermes", "glm45", "glm47")
+
+
+@functools.cache
+def tok(name: str) -> Tokenizer:
+    return load_tokenizer(name)
+
+
+def compiled(tools: Any, dialect: str, **options: Any) -> CompiledTools:
+    return compile_tools(tools, dialect, tok(TOKENIZER_OF[dialect]), **options)
+
+
+def function(name: str, properties: dict[str, Any], required: list[str] = (), **extra: Any) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": list(required), **extra}
+    return {"type": "function", "function": {"name": name, "description": f"{name} tool", "parameters": parameters}}
+
+
+def accepted(ct: CompiledTools, text: str) -> bool:
+    return ct.check(text).accepted
+
+
+def assert_accepted(ct: CompiledTools, text: str) -> None:
+    result = ct.check(text)
+    assert result.accepted, f"{ct.dialect}: rejected {text!r}: {result}"
+
+
+def assert_rejected(ct: CompiledTools, text: str) -> None:
+    result = ct.check(text)
+    assert not result.accepted, f"{ct.dialect}: accepted {text!r}"
+
+
+def token_starts(tokenizer: Tokenizer, ids: list[int]) -> list[int]:
+    """Byte offset where each token starts, from the vocabulary's bytes."""
+    starts, offset = [], 0
+    for i in ids:
+        starts.append(offset)
+        offset += len(tokenizer.token_bytes(i))
+    return starts
+
+
+def allowed_next(ct: CompiledTools, prefix_ids: list[int]) -> list[int]:
+    """Every token the constraint allows after ``prefix_ids``."""
+    matcher = ct.matcher()
+    assert matcher.validate_tokens(prefix_ids) == len(prefix_ids)
+    assert matcher.consume_tokens(prefix_ids)
+    words = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32)
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    return [int(i) for i in np.flatnonzero(bits[: ct.tokenizer.vocab_size])]
+
+
+# -- the tools ------------------------------------------------------------------
+
+WRITE_FILE = function(
+    "write_file",
+    {"path": {"type": "string"}, "content": {"type": "string"}, "overwrite": {"type": "boolean"}},
+    ["path", "content"],
+)
+GET_TIME = function("get_time", {"tz": {"type": "string"}}, ["tz"])
+TOOLS = [WRITE_FILE, GET_TIME]
+
+# write_file(path="notes/out.txt", content="line 1\nline 2", overwrite=True), by hand.
+WRITE_CALL = {
+    "qwen3_coder": (
+        "<tool_call>\n<function=write_file>\n<parameter=path>\nnotes/out.txt\n</parameter>\n"
+        "<parameter=content>\nline 1\nline 2\n</parameter>\n<parameter=overwrite>\ntrue\n</parameter>\n"
+        "</function>\n</tool_call>"
+    ),
+    "hermes": (
+        '<tool_call>\n{"name": "write_file", "arguments": {"path": "notes/out.txt", '
+        '"content": "line 1\\nline 2", "overwrite": true}}\n</tool_call>'
+    ),
+    "glm45": (
+        "<tool_call>write_file\n<arg_key>path</arg_key>\n<arg_value>notes/out.txt</arg_value>\n"
+        "<arg_key>content</arg_key>\n<arg_value>line 1\nline 2</arg_value>\n"
+        "<arg_key>overwrite</arg_key>\n<arg_value>true</arg_value>\n</tool_call>"
+    ),
+    "glm47": (
+        "<tool_call>write_file<arg_key>path</arg_key><arg_value>notes/out.txt</arg_value>"
+        "<arg_key>content</arg_key><arg_value>line 1\nline 2</arg_value>"
+        "<arg_key>overwrite</arg_key><arg_value>true</arg_value></tool_call>"
+    ),
+    "gemma4": (
+        '<|tool_call>call:write_file{content:<|"|>line 1\nline 2<|"|>,overwrite:true,'
+        'path:<|"|>notes/out.txt<|"|>}<tool_call|>'
+    ),
+    "functiongemma": (
+        "<start_function_call>call:write_file{content:<escape>line 1\nline 2<escape>,overwrite:true,"
+        "path:<escape>notes/out.txt<escape>}<end_function_call>"
+    ),
+}
+# get_time(tz="UTC"), by hand.
+TIME_CALL = {
+    "qwen3_coder": "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>",
+    "hermes": '<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>',
+    "glm45": "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>UTC</arg_value>\n</tool_call>",
+    "glm47": "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value></tool_call>",
+    "gemma4": '<|tool_call>call:get_time{tz:<|"|>UTC<|"|>}<tool_call|>',
+    "functiongemma": "<start_function_call>call:get_time{tz:<escape>UTC<escape>}<end_function_call>",
+}
+# What goes between two calls.
+SEPARATOR = {"qwen3_coder": "\n", "hermes": "\n", "glm45": "\n", "glm47": "", "gemma4": "", "functiongemma": ""}
+# A reasoning block as each family writes it (FunctionGemma has none).
+REASONING = {
+    "qwen3_coder": "<think>\nThe user wants the notes saved.\n</think>\n\n",
+    "hermes": "<think>\nThe user wants the notes saved.\n</think>\n\n",
+    "glm45": "<think>The user wants the notes saved.</think>\n",
+    "glm47": "<think>The user wants the notes saved.</think>",
+    "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
+}
+TRIGGER = {
+    "qwen3_coder": "<tool_call>",
+    "hermes": "<tool_call>",
+    "glm45": "<tool_call>",
+    "glm47": "<tool_call>",
+    "gemma4": "<|tool_call>",
+    "functiongemma": "<start_function_call>",
+}
+CALL_CLOSE = {
+    "qwen3_coder": "</tool_call>",
+    "hermes": "</tool_call>",
+    "glm45": "</tool_call>",
+    "glm47": "</tool_call>",
+    "gemma4": "<tool_call|>",
+    "functiongemma": "<end_function_call>",
+}
+TEXT = "Sure, I will save the notes. Anything else?"
+
+
+def test_hand_written_calls_are_what_the_renderers_write():
+    """The bytes these tests write by hand are the dialects' own (FORMATS.md)."""
+    for dialect in ALL_DIALECTS:
+        ct = compiled(TOOLS, dialect)
+        render = get_dialect(dialect).render_call
+        args = {"path": "notes/out.txt", "content": "line 1\nline 2", "overwrite": True}
+        assert render(ct.tools[0], args, "trained") == WRITE_CALL[dialect]
+        assert render(ct.tools[1], {"tz": "UTC"}, "trained") == TIME_CALL[dialect]
+
+
+# -- tool_choice --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_auto_allows_text_calls_and_reasoning(dialect):
+    ct = compiled(TOOLS, dialect)
+    call = WRITE_CALL[dialect]
+    assert_accepted(ct, TEXT)
+    assert_accepted(ct, "")
+    assert_accepted(ct, TEXT + "\n" + call)
+    assert_accepted(ct, call)
+    assert_accepted(ct, call + SEPARATOR[dialect] + TIME_CALL[dialect])
+    if dialect in REASONING:
+        assert_accepted(ct, REASONING[dialect] + call)
+        assert_accepted(ct, REASONING[dialect] + call + SEPARATOR[dialect] + TIME_CALL[dialect])
+        assert_accepted(ct, REASONING[dialect] + TEXT)
+        # The boundary stays open: reasoning, then text, then a call.
+        assert_accepted(ct, REASONING[dialect] + TEXT + "\n" + call)
+    # Nothing after the last call but the end of the turn.
+    assert_rejected(ct, call + "\nDone.")
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_required_needs_a_call(dialect):
+    ct = compiled(TOOLS, dialect, tool_choice="required")
+    assert_rejected(ct, TEXT)
+    assert_rejected(ct, "")
+    assert_accepted(ct, WRITE_CALL[dialect])
+    assert_accepted(ct, TIME_CALL[dialect])
+    assert_accepted(ct, WRITE_CALL[dialect] + SEPARATOR[dialect] + TIME_CALL[dialect])
+    if dialect in REASONING:
+        assert_accepted(ct, REASONING[dialect] + WRITE_CALL[dialect])
+        assert_rejected(ct, REASONING[dialect])
+        assert_rejected(ct, REASONING[dialect] + TEXT)
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_named_tool_choice_allows_only_that_tool(dialect):
+    ct = compiled(TOOLS, dialect, tool_choice="get_time")
+    assert_accepted(ct, TIME_CALL[dialect])
+    assert_rejected(ct, WRITE_CALL[dialect])
+    assert_rejected(ct, TEXT)
+    if dialect in REASONING:
+        assert_accepted(ct, REASONING[dialect] + TIME_CALL[dialect])
+        assert_rejected(ct, REASONING[dialect] + WRITE_CALL[dialect])
+    other = compiled(TOOLS, dialect, tool_choice="write_file")
+    assert_accepted(other, WRITE_CALL[dialect])
+    assert_rejected(other, TIME_CALL[dialect])
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_none_allows_text_and_never_the_trigger(dialect):
+    ct = compiled(TOOLS, dialect, tool_choice="none")
+    tokenizer = ct.tokenizer
+    assert_accepted(ct, TEXT)
+    assert_accepted(ct, "")
+    if dialect in REASONING:
+        assert_accepted(ct, REASONING[dialect] + TEXT)
+    # The trigger as its special token: rejected exactly there.
+    lead = "I could call a tool: "
+    result = ct.check(lead + WRITE_CALL[dialect])
+    assert not result.accepted
+    lead_ids = tokenizer.encode(lead)
+    assert tokenizer.encode(lead + TRIGGER[dialect])[len(lead_ids)] == tokenizer.token_id(TRIGGER[dialect])
+    assert (result.token_index, result.byte_offset) == (len(lead_ids), len(lead.encode()))
+    # The trigger spelled as ordinary text tokens: rejected at the token that completes it.
+    trigger = TRIGGER[dialect]
+    ids = tokenizer.encode(lead + trigger[:4]) + tokenizer.encode(trigger[4:] + " now")
+    assert tokenizer.decode(ids) == lead + trigger + " now"
+    assert not any(tokenizer.is_special(i) for i in ids)
+    completes = next(k for k in range(len(ids)) if trigger in tokenizer.decode(ids[: k + 1]))
+    assert ct.matcher().validate_tokens(ids) == completes
+    # ... and the text before it is fine on its own.
+    assert ct.matcher().validate_tokens(ids[:completes]) == completes
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_parallel_tool_calls_off_allows_one_call(dialect):
+    one = compiled(TOOLS, dialect, parallel_tool_calls=False)
+    two = WRITE_CALL[dialect] + SEPARATOR[dialect] + TIME_CALL[dialect]
+    assert_accepted(one, WRITE_CALL[dialect])
+    assert_accepted(one, TEXT)
+    assert_rejected(one, two)
+    assert_rejected(one, WRITE_CALL[dialect] + SEPARATOR[dialect] + WRITE_CALL[dialect])
+    # The rejection is at the second call, not at the end.
+    result = one.check(two)
+    assert result.byte_offset < len(two.encode())
+    assert result.byte_offset >= len((WRITE_CALL[dialect] + SEPARATOR[dialect]).encode()) - 1
+    required = compiled(TOOLS, dialect, tool_choice="required", parallel_tool_calls=False)
+    assert_accepted(required, TIME_CALL[dialect])
+    assert_rejected(required, two)
+    assert_accepted(compiled(TOOLS, dialect, parallel_tool_calls=True), two)
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_turn_must_be_allowed_to_end_after_the_text(dialect):
+    ct = compiled(TOOLS, dialect)
+    tokenizer = ct.tokenizer
+    call = WRITE_CALL[dialect]
+    close = CALL_CLOSE[dialect]
+    assert call.endswith(close)
+    # Cut before the closing marker, and in the middle of a value: every token
+    # is allowed, but the turn cannot end there.
+    for text in (call[: -len(close)], call[: call.index("line 2")], TEXT + "\n" + call[: -len(close)]):
+        result = ct.check(text)
+        assert not result.accepted, text
+        assert result.token_index == len(tokenizer.encode(text))
+        assert result.byte_offset == len(text.encode("utf-8"))
+    if dialect in REASONING:
+        unclosed = REASONING[dialect].split("saved")[0]
+        result = ct.check(unclosed)
+        assert (result.accepted, result.token_index) == (False, len(tokenizer.encode(unclosed)))
+    required = compiled(TOOLS, dialect, tool_choice="required")
+    assert required.check("").to_json() == {"accepted": False, "token_index": 0, "byte_offset": 0}
+
+
+@pytest.mark.parametrize(
+    ("dialect", "after_text", "after_calls"),
+    [
+        ("qwen3_coder", ["<|im_end|>"], ["<|im_end|>"]),
+        ("hermes", ["<|im_end|>"], ["<|im_end|>"]),
+        ("glm45", ["<|endoftext|>"], ["<|endoftext|>"]),
+        ("gemma4", ["<turn|>", "<eos>"], ["<|tool_response>"]),
+        ("functiongemma", ["<end_of_turn>", "<eos>"], ["<start_function_response>"]),
+    ],
+)
+def test_turn_end_token_is_in_the_mask_exactly_where_the_turn_may_end(dialect, after_text, after_calls):
+    ct = compiled(TOOLS, dialect)
+    tokenizer = ct.tokenizer
+    ends = {m: tokenizer.token_id(m) for m in set(after_text + after_calls)}
+    assert None not in ends.values(), ends
+
+    def ends_allowed(text: str) -> set[str]:
+        allowed = set(allowed_next(ct, tokenizer.encode(text)))
+        return {m for m, i in ends.items() if i in allowed}
+
+    call = WRITE_CALL[dialect]
+    assert set(after_text) <= ends_allowed(TEXT)
+    assert set(after_text) <= ends_allowed("")
+    assert set(after_calls) <= ends_allowed(call)
+    assert set(after_calls) <= ends_allowed(call + SEPARATOR[dialect] + TIME_CALL[dialect])
+    for inside in (call[: call.index("notes")], call[: call.index("line 2") + 2], call[: -len(CALL_CLOSE[dialect])]):
+        assert ends_allowed(inside) == set(), inside
+    if dialect in REASONING:
+        assert ends_allowed(REASONING[dialect].split("saved")[0]) == set()
+        required = compiled(TOOLS, dialect, tool_choice="required")
+        allowed = set(allowed_next(required, tokenizer.encode(REASONING[dialect])))
+        assert not allowed & set(ends.values())
+        assert tokenizer.token_id(TRIGGER[dialect]) in allowed
+
+
+# -- where check says the output went wrong ---------------------------------------
+
+
+def expected_rejection(tokenizer: Tokenizer, text: str, bad: int) -> tuple[int, int]:
+    """The token holding byte ``bad`` (the first byte no valid output can
+    have there) and the byte where that token starts."""
+    ids = tokenizer.encode(text)
+    starts = token_starts(tokenizer, ids)
+    assert b"".join(tokenizer.token_bytes(i) for i in ids) == text.encode()
+    index = max(k for k, start in enumerate(starts) if start <= bad)
+    return index, starts[index]
+
+
+def test_check_reports_the_first_rejected_token_and_its_byte_offset():
+    ct = compiled(TOOLS, "qwen3_coder")
+    lead = "Grüße aus Köln — ich speichere die Notizen.\n"
+    text = (
+        lead + "<tool_call>\n<function=write_file>\n<parameter=path>\nnotes/ö.txt\n</parameter>\n"
+        "<parameter=content>\nnaïve ☃\n</parameter>\n<parameter=overwrite>\nyes\n</parameter>\n"
+        "</function>\n</tool_call>"
+    )
+    bad = text.encode().index(b"yes")
+    assert bad != text.index("yes")  # bytes, not characters
+    index, offset = expected_rejection(ct.tokenizer, text, bad)
+    assert ct.check(text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+
+    # A required key skipped: the first key must be path.
+    text = lead + "<tool_call>\n<function=write_file>\n<parameter=content>\nx\n</parameter>\n"
+    bad = len((lead + "<tool_call>\n<function=write_file>\n<parameter=").encode())
+    index, offset = expected_rejection(ct.tokenizer, text, bad)
+    assert ct.check(text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+
+    gemma = compiled(TOOLS, "gemma4")
+    text = '¿Guardo las notas?<|tool_call>call:write_file{content:<|"|>naïve ☃<|"|>,overwrite:maybe}<tool_call|>'
+    bad = text.encode().index(b"maybe")
+    index, offset = expected_rejection(gemma.tokenizer, text, bad)
+    assert gemma.check(text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4"])
+def test_byte_offset_counts_bytes_when_a_token_splits_a_character(dialect):
+    """'ꙭ' and 'ꙮ' (U+A66D, U+A66E) share their first two UTF-8 bytes, which
+    both vocabularies write as tokens of their own: the rejected token starts
+    in the middle of the character, and the offset must count its bytes."""
+    ct = compiled([function("mark", {"glyph": {"enum": ["ꙭ", "ok"]}}, ["glyph"])], dialect)
+    if dialect == "qwen3_coder":
+        good = "<tool_call>\n<function=mark>\n<parameter=glyph>\nꙭ\n</parameter>\n</function>\n</tool_call>"
+    else:
+        good = '<|tool_call>call:mark{glyph:<|"|>ꙭ<|"|>}<tool_call|>'
+    assert_accepted(ct, good)
+    bad_text = good.replace("ꙭ", "ꙮ")
+    bad = bad_text.encode().index("ꙮ".encode()) + 2  # the third byte differs
+    index, offset = expected_rejection(ct.tokenizer, bad_text, bad)
+    assert offset == bad  # the vocabulary splits the character there
+    assert ct.check(bad_text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+
+
+# -- key order ----------------------------------------------------------------------
+
+# Four keys, two required: name (string), count (integer) required; verbose, ratio optional.
+SETTINGS_PROPERTIES = {
+    "name": {"type": "string"},
+    "count": {"type": "integer"},
+    "verbose": {"type": "boolean"},
+    "ratio": {"type": "number"},
+}
+SETTINGS_REQUIRED = ["name", "count"]
+CONFIGURE = function("configure", SETTINGS_PROPERTIES, SETTINGS_REQUIRED)
+CONFIGURE_NESTED = function(
+    "configure",
+    {"target": {"type": "string"}, "settings": {"type": "object", "properties": SETTINGS_PROPERTIES, "required": SETTINGS_REQUIRED}},
+    ["target", "settings"],
+)
+KEYS = list(SETTINGS_PROPERTIES)
+QWEN_VALUES = {"name": "alpha", "count": "3", "verbose": "true", "ratio": "0.5"}
+JSON_VALUES = {"name": '"alpha"', "count": "3", "verbose": "true", "ratio": "0.5"}
+GEMMA_VALUES = {"name": '<|"|>alpha<|"|>', "count": "3", "verbose": "true", "ratio": "0.5"}
+
+
+def qwen_configure(keys: list[str]) -> str:
+    params = "".join(f"<parameter={k}>\n{QWEN_VALUES[k]}\n</parameter>\n" for k in keys)
+    return f"<tool_call>\n<function=configure>\n{params}</function>\n</tool_call>"
+
+
+def hermes_configure(keys: list[str]) -> str:
+    settings = "{" + ", ".join(f'"{k}": {JSON_VALUES[k]}' for k in keys) + "}"
+    return f'<tool_call>\n{{"name": "configure", "arguments": {{"target": "db", "settings": {settings}}}}}\n</tool_call>'
+
+
+def gemma_configure(keys: list[str]) -> str:
+    return "<|tool_call>call:configure{" + ",".join(f"{k}:{GEMMA_VALUES[k]}" for k in keys) + "}<tool_call|>"
+
+
+def glm_configure(keys: list[str], newline: str = "\n") -> str:
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key>{newline}<arg_value>{QWEN_VALUES[k]}</arg_value>{newline}" for k in keys
+    )
+    return f"<tool_call>configure{newline}{pairs}</tool_call>"
+
+
+def functiongemma_configure(keys: list[str]) -> str:
+    body = ",".join(f"{k}:{GEMMA_VALUES[k]}" for k in keys).replace('<|"|>', "<escape>")
+    return "<start_function_call>call:configure{" + body + "}<end_function_call>"
+
+
+KEY_ORDER_CASES = {
+    "qwen3_coder": (CONFIGURE, qwen_configure),
+    "hermes": (CONFIGURE_NESTED, hermes_configure),
+    "gemma4": (CONFIGURE, gemma_configure),
+    "glm45": (CONFIGURE, glm_configure),
+    "glm47": (CONFIGURE, lambda keys: glm_configure(keys, "")),
+    "functiongemma": (CONFIGURE, functiongemma_configure),
+}
+
+
+@pytest.mark.parametrize("dialect", list(KEY_ORDER_CASES))
+def test_any_key_order_accepts_every_order_and_still_forces_required_keys(dialect):
+    tool, write = KEY_ORDER_CASES[dialect]
+    ct = compiled([tool], dialect, key_order="any")
+    orders = list(itertools.permutations(KEYS))
+    assert len(orders) == 24
+    rejected = [order for order in orders if not accepted(ct, write(list(order)))]
+    assert rejected == [], f"{dialect}: orders rejected: {rejected}"
+    # Optional keys left out, in any order.
+    for order in (["count", "name"], ["ratio", "count", "name"], ["name", "verbose", "count"]):
+        assert_accepted(ct, write(order))
+    # A required key missing, or a key repeated.
+    for order in (
+        ["name", "verbose", "ratio"],
+        ["count", "ratio"],
+        ["verbose"],
+        [],
+        ["name", "count", "name"],
+        ["count", "count", "name"],
+        ["name", "count", "verbose", "ratio", "verbose"],
+        ["ratio", "ratio", "name", "count"],
+    ):
+        assert_rejected(ct, write(order))
+
+
+@pytest.mark.parametrize("dialect", list(KEY_ORDER_CASES))
+def test_default_key_order_is_strict(dialect):
+    """Without key_order="any", one order only (and the missing-key and
+    repeated-key rejections hold there too)."""
+    tool, write = KEY_ORDER_CASES[dialect]
+    ct = compiled([tool], dialect)
+    trained = sorted(KEYS) if dialect in ("gemma4", "functiongemma") else KEYS
+    assert_accepted(ct, write(trained))
+    accepted_orders = [order for order in itertools.permutations(KEYS) if accepted(ct, write(list(order)))]
+    assert accepted_orders == [tuple(trained)]
+    assert_rejected(ct, write(["name", "name", "count"]))
+
+
+def test_trained_key_order_is_alphabetical_for_gemma_and_schema_for_qwen():
+    schema_order = ["name", "count", "verbose", "ratio"]
+    alphabetical = ["count", "name", "ratio", "verbose"]
+    gemma = compiled([CONFIGURE], "gemma4")
+    assert_accepted(gemma, gemma_configure(alphabetical))
+    assert_accepted(gemma, gemma_configure(["count", "name", "verbose"]))
+    assert_rejected(gemma, gemma_configure(schema_order))
+    assert_rejected(gemma, gemma_configure(["name", "count"]))
+    assert compiled([CONFIGURE], "gemma4", key_order="alphabetical").grammar == gemma.grammar
+
+    qwen = compiled([CONFIGURE], "qwen3_coder")
+    assert_accepted(qwen, qwen_configure(schema_order))
+    assert_accepted(qwen, qwen_configure(["name", "count", "ratio"]))
+    assert_rejected(qwen, qwen_configure(alphabetical))
+    assert_rejected(qwen, qwen_configure(["count", "name"]))
+    assert compiled([CONFIGURE], "qwen3_coder", key_order="schema").grammar == qwen.grammar
+
+    # The other order, asked for explicitly.
+    gemma_schema = compiled([CONFIGURE], "gemma4", key_order="schema")
+    assert_accepted(gemma_schema, gemma_configure(schema_order))
+    assert_rejected(gemma_schema, gemma_configure(alphabetical))
+    qwen_alpha = compiled([CONFIGURE], "qwen3_coder", key_order="alphabetical")
+    assert_accepted(qwen_alpha, qwen_configure(alphabetical))
+    assert_rejected(qwen_alpha, qwen_configure(schema_order))
+    hermes_alpha = compiled([CONFIGURE_NESTED], "hermes", key_order="alphabetical")
+    alpha_call = (
+        '<tool_call>\n{"name": "configure", "arguments": {"settings": {"count": 3, "name": "alpha"}, '
+        '"target": "db"}}\n</tool_call>'
+    )
+    assert_accepted(hermes_alpha, alpha_call)
+    assert_rejected(compiled([CONFIGURE_NESTED], "hermes"), alpha_call)
+
+
+def test_gemma_nested_objects_follow_the_trained_order_too():
+    tool = function(
+        "configure",
+        {"settings": {"type": "object", "properties": SETTINGS_PROPERTIES, "required": SETTINGS_REQUIRED}},
+        ["settings"],
+    )
+    ct = compiled([tool], "gemma4")
+    inner = lambda keys: "{" + ",".join(f"{k}:{GEMMA_VALUES[k]}" for k in keys) + "}"
+    assert_accepted(ct, f"<|tool_call>call:configure{{settings:{inner(sorted(KEYS))}}}<tool_call|>")
+    assert_rejected(ct, f"<|tool_call>call:configure{{settings:{inner(KEYS)}}}<tool_call|>")
+
+
+def test_any_key_order_beyond_eight_keys_falls_back_to_schema_order_with_a_warning():
+    properties = {f"k{i}": {"type": "integer"} for i in range(9)}
+    ct = compiled([function("wide", properties, ["k0"])], "qwen3_coder", key_order="any")
+    assert [w.warning.keyword for w in ct.warnings] == ["key_order"], [str(w) for w in ct.warnings]
+    assert ct.warnings[0].tool == "wide"
+    call = lambda keys: (
+        "<tool_call>\n<function=wide>\n"
+        + "".join(f"<parameter={k}>\n1\n</parameter>\n" for k in keys)
+        + "</function>\n</tool_call>"
+    )
+    assert_accepted(ct, call(["k0", "k3", "k8"]))
+    assert_rejected(ct, call(["k3", "k0"]))
+    assert_rejected(ct, call(["k3"]))
+    assert compiled([function("narrow", {f"k{i}": {"type": "integer"} for i in range(8)}, ["k0"])], "qwen3_coder", key_order="any").warnings == ()
+
+
+# -- qwen3_coder values ---------------------------------------------------------------
+
+NOTE = function(
+    "note",
+    {"content": {"type": "string"}, "flag": {"type": "boolean"}, "nothing": {"type": "null"}},
+    ["content"],
+)
+
+
+def qwen_note(content: str, rest: str = "") -> str:
+    return (
+        f"<tool_call>\n<function=note>\n<parameter=content>\n{content}\n</parameter>\n{rest}"
+        "</function>\n</tool_call>"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "123",
+        "true",
+        "null",
+        "[1, 2]",
+        '{"a": 1}',
+        "    return x\n",
+        "",
+        "\n\n",
+        "if a < b: x = '</param'",
+        "<parameter=flag>\ntrue",
+        "closing tags inline: </parameter> </function> </tool_call",
+        "x\n</parameter>y\n  </parameter>",
+        "def f():\n    return {\n        'a': [1, 2],\n    }\n",
+    ],
+)
+def test_qwen_string_values_are_raw_text(value):
+    ct = compiled([NOTE], "qwen3_coder")
+    assert_accepted(ct, qwen_note(value))
+
+
+def test_qwen_string_value_ends_at_the_closing_line():
+    """After ``\\n</parameter>\\n`` the value is over: the only text the
+    grammar allows next is the next parameter or ``</function>``."""
+    ct = compiled([NOTE], "qwen3_coder")
+    tokenizer = ct.tokenizer
+    prefix = "<tool_call>\n<function=note>\n<parameter=content>\nfoo\n</parameter>\n"
+    allowed = allowed_next(ct, tokenizer.encode(prefix))
+    assert allowed, "no token allowed after a complete parameter"
+    continuations = [b"<parameter=flag>\n", b"<parameter=nothing>\n", b"</function>\n"]
+    stray = [
+        tokenizer.token_bytes(i)
+        for i in allowed
+        if not any(c.startswith(tokenizer.token_bytes(i)) or tokenizer.token_bytes(i).startswith(c) for c in continuations)
+    ]
+    assert stray == [], f"the string could go on with {stray[:20]}"
+    # So a value holding the closing line is rejected right after it: where
+    # the first "\n</parameter>\n" after the header ends (or, when the value
+    # starts with "</parameter>\n", at that line's newline).
+    header = "<tool_call>\n<function=note>\n<parameter=content>\n"
+    for value, bad in (
+        ("foo\n</parameter>\nbar", len(header + "foo\n</parameter>\n")),
+        ("foo\n</parameter>\n", len(header + "foo\n</parameter>\n")),
+        ("foo\n</parameter>\n<parameter=flag>\ntrue", None),
+        ("</parameter>\nbar", len(header + "</parameter>")),
+    ):
+        text = qwen_note(value)
+        assert text.startswith(header)
+        result = ct.check(text)
+        if bad is None:  # the text after the closing line reads as the next parameter
+            assert result.accepted
+            continue
+        index, offset = expected_rejection(tokenizer, text, bad)
+        assert result.to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}, value
+    # Before the closing line the text may still go on as part of the value.
+    within = allowed_next(ct, tokenizer.encode(prefix[: -len("</parameter>\n")]))
+    assert any(not tokenizer.token_bytes(i).startswith(b"<") for i in within)
+
+
+def test_qwen_python_literals_only_at_the_top_level():
+    tool = function(
+        "toggle",
+        {
+            "flag": {"type": "boolean"},
+            "nothing": {"type": "null"},
+            "opts": {"type": "object", "properties": {"on": {"type": "boolean"}, "none": {"type": "null"}}},
+            "flags": {"type": "array", "items": {"type": "boolean"}},
+        },
+        ["flag"],
+    )
+    ct = compiled([tool], "qwen3_coder")
+
+    def call(**params: str) -> str:
+        body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+        return f"<tool_call>\n<function=toggle>\n{body}</function>\n</tool_call>"
+
+    for flag in ("true", "false", "True", "False"):
+        assert_accepted(ct, call(flag=flag))
+    for nothing in ("null", "None"):
+        assert_accepted(ct, call(flag="true", nothing=nothing))
+    for wrong in ("TRUE", "yes", "1", "None", '"true"'):
+        assert_rejected(ct, call(flag=wrong))
+    assert_rejected(ct, call(flag="true", nothing="False"))
+    # Nested values are JSON: Python spellings are not.
+    assert_accepted(ct, call(flag="true", opts='{"on": true, "none": null}', flags="[true, false]"))
+    assert_rejected(ct, call(flag="true", opts='{"on": True}'))
+    assert_rejected(ct, call(flag="true", opts='{"none": None}'))
+    assert_rejected(ct, call(flag="true", flags="[True, false]"))
+    assert_rejected(ct, call(flag="true", flags="[false, False]"))
+
+
+# -- the seed case: a typed key beside an open object ---------------------------------------
+
+WEATHER = function(
+    "get_weather",
+    {"location": {"type": "string"}, "context": {"type": "object"}},
+    ["location"],
+)
+
+
+@pytest.mark.parametrize("dialect", ["gemma4", "functiongemma"])
+def test_open_object_beside_a_required_key(dialect):
+    ct = compiled([WEATHER], dialect)
+    q = '<|"|>' if dialect == "gemma4" else "<escape>"
+    open_, close = ("<|tool_call>", "<tool_call|>") if dialect == "gemma4" else ("<start_function_call>", "<end_function_call>")
+
+    def call(body: str) -> str:
+        return f"{open_}call:get_weather{{{body}}}{close}".replace("Q", q)
+
+    location = "location:QParisQ"
+    assert_accepted(ct, call(location))
+    assert_accepted(ct, call("context:{}," + location))
+    contexts = [
+        "{units:QmetricQ}",
+        "{n:-1.5e3,ok:true,none:null,list:[]}",
+        "{user:{name:QAnn {the} \"best\", ok?Q,prefs:{deep:{deeper:[[],{},[{}]]}}}}",
+        "{tags:[QaQ,Qb,cQ,Q}{Q,Q]]Q,1,false,null,{k:[Q\"Q]}]}",
+        "{note:Qline 1\nline 2, {x: [y]}\n\"quoted\"Q,$meta:{a_b.c-d:0}}",
+    ]
+    for context in contexts:
+        assert_accepted(ct, call(f"context:{context},{location}"))
+    # location is still forced, with its type.
+    assert_rejected(ct, call("context:{units:QmetricQ}"))
+    assert_rejected(ct, call(""))
+    assert_rejected(ct, call("context:{units:QmetricQ},location:5"))
+    assert_rejected(ct, call("location:Paris"))
+    # A malformed context.
+    for context in (
+        "{a:{b:1}",
+        "{a:1}}",
+        "{a:[1,2}",
+        "{a:[1,2]]}",
+        "{a:}",
+        "{a:1,}",
+        "{:1}",
+        "{a:'x'}",
+        "{\"a\":1}",
+        "{a=1}",
+        "{a:Qunclosed}",
+    ):
+        assert_rejected(ct, call(f"context:{context},{location}"))
+    # Nothing but declared keys at the top level.
+    assert_rejected(ct, call(f"{location},units:QmetricQ"))
+
+
+# -- the MCP corpus ---------------------------------------------------------------------
+
+# Relaxations expected when all 61 MCP tools compile: none. Every keyword
+# those servers use (anyOf with null, $ref/$defs, additionalProperties,
+# bounds, enums, minItems, format uri) is enforced exactly in every dialect.
+MCP_RELAXATIONS = {dialect: 0 for dialect in ALL_DIALECTS}
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_every_mcp_tool_compiles(dialect):
+    tools = mcp_tools()
+    assert len(tools) == 61
+    ct = compiled(tools, dialect)
+    assert [t.name for t in ct.tools] == [t.name for t in tools]
+    listing = "\n".join(str(w) for w in ct.warnings)
+    assert len(ct.warnings) == MCP_RELAXATIONS[dialect], f"{dialect}: {len(ct.warnings)} relaxations:\n{listing}"
+    # Each tool is reachable: its call opens in the grammar.
+    tool_body = next(line for line in ct.grammar.splitlines() if line.startswith("tool_body:"))
+    missing = [t.name for t in tools if json.dumps(t.name) not in tool_body and t.name not in tool_body]
+    assert missing == []
+    # And one call of a real server's tool goes through.
+    fetch = {
+        "qwen3_coder": "<tool_call>\n<function=fetch>\n<parameter=url>\nhttps://example.com/a?b=1\n</parameter>\n"
+        "<parameter=max_length>\n2000\n</parameter>\n</function>\n</tool_call>",
+        "hermes": '<tool_call>\n{"name": "fetch", "arguments": {"url": "https://example.com/a?b=1", "max_length": 2000}}\n</tool_call>',
+        "glm45": "<tool_call>fetch\n<arg_key>url</arg_key>\n<arg_value>https://example.com/a?b=1</arg_value>\n"
+        "<arg_key>max_length</arg_key>\n<arg_value>2000</arg_value>\n</tool_call>",
+        "glm47": "<tool_call>fetch<arg_key>url</arg_key><arg_value>https://example.com/a?b=1</arg_value>"
+        "<arg_key>max_length</arg_key><arg_value>2000</arg_value></tool_call>",
+        "gemma4": '<|tool_call>call:fetch{max_length:2000,url:<|"|>https://example.com/a?b=1<|"|>}<tool_call|>',
+        "functiongemma": "<start_function_call>call:fetch{max_length:2000,url:<escape>https://example.com/a?b=1<escape>}"
+        "<end_function_call>",
+    }[dialect]
+    assert_accepted(ct, fetch)
+    assert_rejected(ct, fetch.replace("2000", "0"))  # minimum 1
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
+    """A pattern with no exact translation (a lookahead) relaxes its string
+    and is reported; the tool set still compiles and the rest is enforced."""
+    tool = function("tag", {"label": {"type": "string", "pattern": "^(?!tmp).*$"}, "n": {"type": "integer"}}, ["label", "n"])
+    ct = compiled([tool], dialect)
+    assert [(w.tool, w.warning.keyword) for w in ct.warnings] == [("tag", "pattern")], [str(w) for w in ct.warnings]
+    call = {
+        "qwen3_coder": "<tool_call>\n<function=tag>\n<parameter=label>\nkeep\n</parameter>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>",
+        "hermes": '<tool_call>\n{"name": "tag", "arguments": {"label": "keep", "n": 2}}\n</tool_call>',
+        "glm45": "<tool_call>tag\n<arg_key>label</arg_key>\n<arg_value>keep</arg_value>\n<arg_key>n</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+        "glm47": "<tool_call>tag<arg_key>label</arg_key><arg_value>keep</arg_value><arg_key>n</arg_key><arg_value>2</arg_value></tool_call>",
+        "gemma4": '<|tool_call>call:tag{label:<|"|>keep<|"|>,n:2}<tool_call|>',
+        "functiongemma": "<start_function_call>call:tag{label:<escape>keep<escape>,n:2}<end_function_call>",
+    }[dialect]
+    assert_accepted(ct, call)
+    assert_rejected(ct, call.replace("2", "two"))
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+def test_unknown_dialect_lists_the_known_ones():
+    with pytest.raises(UnknownDialectError) as e:
+        compile_tools(TOOLS, "llama3_json", tok("qwen3"))
+    for name in DIALECTS:
+        assert name in str(e.value)
+    assert "llama3_json" in str(e.value)
+    assert set(DIALECTS) == set(ALL_DIALECTS)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "tokenizer", "marker"),
+    [
+        ("qwen3_coder", "gemma4", "<tool_call>"),
+        ("hermes", "functiongemma", "<tool_call>"),
+        ("glm45", "gemma4", "<tool_call>"),
+        ("gemma4", "qwen3", "<|tool_call>"),
+        ("gemma4", "functiongemma", "<|tool_call>"),
+        ("functiongemma", "gemma4", "<start_function_call>"),
+    ],
+)
+def test_a_tokenizer_without_the_dialects_marker_is_named(dialect, tokenizer, marker):
+    with pytest.raises(CompileError) as e:
+        compile_tools(TOOLS, dialect, tok(tokenizer))
+    assert marker in str(e.value)
+    assert dialect in str(e.value)
+
+
+def test_bad_options_are_compile_errors():
+    qwen = tok("qwen3")
+    with pytest.raises(CompileError, match="required"):
+        compile_tools([], "qwen3_coder", qwen, tool_choice="required")
+    with pytest.raises(CompileError) as e:
+        compile_tools(TOOLS, "qwen3_coder", qwen, tool_choice="read_file")
+    assert "read_file" in str(e.value) and "write_file" in str(e.value)
+    with pytest.raises(CompileError):
+        compile_tools([], "gemma4", tok("gemma4"), tool_choice="get_time")
+    with pytest.raises(CompileError) as e:
+        compile_tools(TOOLS, "qwen3_coder", qwen, key_order="random")
+    assert "random" in str(e.value) and "any" in str(e.value)
+    # No tools and auto: text only.
+    ct = compile_tools([], "qwen3_coder", qwen)
+    assert_accepted(ct, TEXT)
+    assert_rejected(ct, TIME_CALL["qwen3_coder"])
+
+
+# -- cache and artifacts --------------------------------------------------------------
+
+
+def test_compiling_again_hits_the_cache():
+    properties = {f"field_{i}": {"type": "array", "items": {"type": "integer", "minimum": i}} for i in range(40)}
+    tools = [function(f"bulk_{j}", properties, ["field_0"]) for j in range(5)]
+    start = time.perf_counter()
+    first = compile_tools(tools, "qwen3_coder", tok("qwen3"))
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    again = compile_tools(json.loads(json.dumps(tools)), "qwen3_coder", tok("qwen3"))
+    warm = time.perf_counter() - start
+    print(f"compile: cold {cold * 1000:.1f} ms, cached {warm * 1000:.2f} ms")
+    assert again is first
+    # Same tools, written in another accepted form, and the tokenizer by name.
+    bare = [t["function"] for t in tools]
+    assert compile_tools(bare, "qwen3_coder", tok("qwen3")) is first
+    assert compile_tools(tools, "qwen3_coder", "qwen3") is first
+    # Other options: another object.
+    assert compile_tools(tools, "qwen3_coder", tok("qwen3"), key_order="any") is not first
+
+
+def test_options_and_inputs_change_the_fingerprint():
+    base = compiled(TOOLS, "qwen3_coder")
+    variants = {
+        "tool_choice=required": compiled(TOOLS, "qwen3_coder", tool_choice="required"),
+        "tool_choice=none": compiled(TOOLS, "qwen3_coder", tool_choice="none"),
+        "tool_choice=get_time": compiled(TOOLS, "qwen3_coder", tool_choice="get_time"),
+        "parallel off": compiled(TOOLS, "qwen3_coder", parallel_tool_calls=False),
+        "key_order=any": compiled(TOOLS, "qwen3_coder", key_order="any"),
+        "key_order=alphabetical": compiled(TOOLS, "qwen3_coder", key_order="alphabetical"),
+        "dialect=hermes": compiled(TOOLS, "hermes"),
+        "tokenizer=qwen3.6": compile_tools(TOOLS, "qwen3_coder", tok("qwen3.6")),
+        "one tool": compiled([WRITE_FILE], "qwen3_coder"),
+        "another schema": compiled([WRITE_FILE, function("get_time", {"tz": {"type": "integer"}}, ["tz"])], "qwen3_coder"),
+    }
+    prints = {name: ct.fingerprint for name, ct in variants.items()}
+    assert base.fingerprint not in prints.values()
+    assert len(set(prints.values())) == len(prints), prints
+    for name, ct in variants.items():
+        assert ct is not base, name
+    assert len(base.fingerprint) == 64 and int(base.fingerprint, 16) >= 0
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4"])
+def test_save_and_load_round_trip(dialect, tmp_path):
+    tools = TOOLS + [
+        function(
+            "tag",
+            {"labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "n": {"not": {"type": "string"}}},
+            ["labels"],
+        )
+    ]
+    ct = compiled(tools, dialect, tool_choice="required", parallel_tool_calls=False, key_order="any")
+    assert len(ct.warnings) >= 2  # uniqueItems and not: relaxed, reported
+    path = tmp_path / "tools.compiled.json"
+    ct.save(path)
+    loaded = CompiledTools.load(path, tok(TOKENIZER_OF[dialect]))
+    assert loaded is not ct
+    assert loaded.grammar == ct.grammar
+    assert loaded.fingerprint == ct.fingerprint
+    assert loaded.warnings == ct.warnings
+    assert (loaded.dialect, loaded.tool_choice, loaded.parallel_tool_calls, loaded.key_order) == (
+        dialect,
+        "required",
+        False,
+        "any",
+    )
+    assert [(t.name, t.description, t.parameters) for t in loaded.tools] == [
+        (t.name, t.description, t.parameters) for t in ct.tools
+    ]
+    assert [t.schema.to_json() for t in loaded.tools] == [t.schema.to_json() for t in ct.tools]
+    texts = [
+        WRITE_CALL[dialect],
+        TIME_CALL[dialect],
+        WRITE_CALL[dialect] + SEPARATOR[dialect] + TIME_CALL[dialect],
+        TEXT,
+        REASONING[dialect] + TIME_CALL[dialect],
+        WRITE_CALL[dialect][:-5],
+        TEXT + TIME_CALL[dialect],
+    ]
+    assert [loaded.check(t) for t in texts] == [ct.check(t) for t in texts]
+    assert [ct.check(t).accepted for t in texts] == [True, True, False, False, True, False, False]
+    # Loading by the built-in name works too.
+    assert CompiledTools.load(path, TOKENIZER_OF[dialect]).fingerprint == ct.fingerprint
+
+
+def test_loading_what_is_not_an_artifact_fails(tmp_path):
+    path = tmp_path / "old.json"
+    compiled(TOOLS, "qwen3_coder").save(path)
+    data = json.loads(path.read_text())
+    data["format"] = 999
+    path.write_text(json.dumps(data))
+    with pytest.raises(CompileError):
+        CompiledTools.load(path, tok("qwen3"))
+
+
+def test_loading_with_another_vocabulary_fails(tmp_path):
+    path = tmp_path / "qwen.json"
+    compiled(TOOLS, "qwen3_coder").save(path)
+    with pytest.raises(CompileError):
+        CompiledTools.load(path, tok("qwen3.6"))
+    with pytest.raises(CompileError):
+        CompiledTools.load(path, tok("gemma4"))
+    gemma_path = tmp_path / "gemma.json"
+    compiled(TOOLS, "gemma4").save(gemma_path)
+    with pytest.raises(CompileError):
+        CompiledTools.load(gemma_path, tok("functiongemma"))
+
+
+# -- Qwen3.6 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "hermes"])
+def test_qwen3_6_vocabulary_uses_its_own_marker_ids(dialect):
+    qwen36 = tok("qwen3.6")
+    ct = compile_tools(TOOLS, dialect, qwen36)
+    assert qwen36.token_id("<tool_call>") == 248058
+    ids = qwen36.encode(WRITE_CALL[dialect])
+    assert ids[0] == 248058 and ids[-1] == 248059
+    assert 151657 not in ids
+    reasoning = REASONING[dialect]
+    assert qwen36.encode(reasoning)[0] == 248068
+    assert_accepted(ct, WRITE_CALL[dialect])
+    assert_accepted(ct, reasoning + WRITE_CALL[dialect] + "\n" + TIME_CALL[dialect])
+    assert_accepted(ct, TEXT)
+    assert_rejected(ct, WRITE_CALL[dialect].replace("notes/out.txt", "x", 1).replace("write_file", "read_file"))
+    assert ct.fingerprint != compiled(TOOLS, dialect).fingerprint
+    named = compile_tools(TOOLS, dialect, qwen36, tool_choice="get_time")
+    assert_accepted(named, TIME_CALL[dialect])
+    assert_rejected(named, WRITE_CALL[dialect])

@@ -1,0 +1,505 @@
+"""The dialect grammars against the shared corpus: calls the corpus says are
+right are accepted exactly as a model writes them, and calls made wrong on
+purpose are rejected.
+
+- BFCL v3 ground truth, rendered for the entry's functions (the first
+  acceptable value of each parameter; none when the first is ``""``). Ground
+  truth that is not a valid call of the entry's tools is a fact of the
+  corpus, listed and counted, not a failure.
+- MaskBench valid instances of object schemas, as the arguments of one tool
+  ``f``. Compiled with ``strict=False``: the instances follow JSON Schema
+  literally, so objects without ``additionalProperties`` stay open (the
+  strict default is exercised by BFCL). Instances a dialect cannot write
+  (key or text its syntax cannot hold) are classified with their reason and
+  counted.
+- Mutations of valid calls of corpus tools (a required key removed, an
+  undeclared key added, a key repeated, a string for an integer, a number
+  out of its bounds, a value outside its enum, a malformed value).
+
+Runtime: qwen3_coder and gemma4 run every BFCL entry and MaskBench schema;
+hermes, glm45, glm47 and functiongemma run every third (a fixed stride).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Iterator
+
+import jsonschema
+import pytest
+
+from constrained.compiler import CompiledTools, compile_tools
+from constrained.dialects import get_dialect
+from constrained.dialects.gemma import Gemma4, render_value
+from constrained.dialects.raw_values import raw_text
+from constrained.errors import ConstrainedError
+from constrained.frames import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NormalizedSchema,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    StringFrame,
+    UnionFrame,
+)
+from constrained.schema.tool import NormalizedTool, normalize_tool
+from constrained.schema.values import frame_accepts, pattern_matches
+from constrained.tokenizers import load_tokenizer
+from constrained.tools import load_tools
+
+from corpus import CORPUS, bfcl_functions, mcp_tools
+
+TOKENIZERS = {
+    "qwen3_coder": "qwen3",
+    "hermes": "qwen3",
+    "glm45": "qwen3",
+    "glm47": "qwen3",
+    "gemma4": "gemma4",
+    "functiongemma": "functiongemma",
+}
+# What a model writes between two calls of one turn.
+SEPARATORS = {"qwen3_coder": "\n", "hermes": "\n", "glm45": "\n", "glm47": "", "gemma4": "", "functiongemma": ""}
+FULL = {"qwen3_coder", "gemma4"}
+STRIDE = 3
+
+
+def sampled(items: list[Any], dialect: str) -> list[Any]:
+    return items if dialect in FULL else items[::STRIDE]
+
+
+# -- BFCL ground truth -----------------------------------------------------
+
+# Ground truth that is no valid call of the entry's tools, by entry id.
+BFCL_UNKNOWN_FUNCTION = {"simple_363"}  # calls find_closest; the tool is restaurant_search.find_closest
+BFCL_INVALID = {
+    "parallel_multiple_21",  # y: "data['future_sales']" where the schema says array
+    "parallel_multiple_94",  # 'elderberry' in an array of integers
+    "simple_200",  # required fuel_efficiency has only "" (omitted) as acceptable value
+}
+BFCL_CLOSED_BY_STRICT = {"parallel_multiple_26"}  # key "type" is not declared by bank.calculate_balance
+
+
+def chosen(value: Any) -> Any:
+    """A ground-truth value: nested objects hold lists of acceptable values too."""
+    if isinstance(value, dict):
+        return {key: chosen(options[0]) for key, options in value.items() if options[0] != ""}
+    if isinstance(value, (list, tuple)):
+        return [chosen(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class BfclEntry:
+    id: str
+    functions: list[dict[str, Any]]
+    calls: list[tuple[str, dict[str, Any]]]
+
+
+@lru_cache(maxsize=None)
+def bfcl_entries() -> tuple[BfclEntry, ...]:
+    entries = []
+    for path in sorted((CORPUS / "bfcl").glob("BFCL_v3_*.json")):
+        answers = {}
+        for line in (CORPUS / "bfcl" / "possible_answer" / path.name).read_text().splitlines():
+            answer = json.loads(line)
+            answers[answer["id"]] = answer["ground_truth"]
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            calls = [
+                (name, {key: chosen(options[0]) for key, options in params.items() if options[0] != ""})
+                for call in answers[entry["id"]]
+                for name, params in call.items()
+            ]
+            entries.append(BfclEntry(entry["id"], entry["function"], calls))
+    return tuple(entries)
+
+
+def bfcl_fact(entry: BfclEntry, tools: dict[str, NormalizedTool]) -> tuple[str, str] | None:
+    """Why the entry's ground truth is no valid call (kind, detail), or ``None``."""
+    for name, arguments in entry.calls:
+        tool = tools.get(name)
+        if tool is None:
+            return "unknown function", name
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.parameters).iter_errors(arguments))
+        if error is not None:
+            return "invalid per schema", f"{name}: {error.message}"
+        if not frame_accepts(tool.root, arguments, tool.schema.definitions):
+            return "closed by strict", f"{name}: {sorted(arguments)}"
+    return None
+
+
+@lru_cache(maxsize=None)
+def bfcl_facts() -> dict[str, tuple[str, str]]:
+    facts = {}
+    for entry in bfcl_entries():
+        tools = {tool.name: normalize_tool(tool) for tool in load_tools(entry.functions)}
+        fact = bfcl_fact(entry, tools)
+        if fact is not None:
+            facts[entry.id] = fact
+    return facts
+
+
+def test_bfcl_corpus_facts():
+    facts = bfcl_facts()
+    listing = "\n".join(f"{id}: {kind}: {detail}" for id, (kind, detail) in sorted(facts.items()))
+    by_kind = {kind: {id for id, (k, _) in facts.items() if k == kind} for kind in {k for k, _ in facts.values()}}
+    assert by_kind == {
+        "unknown function": BFCL_UNKNOWN_FUNCTION,
+        "invalid per schema": BFCL_INVALID,
+        "closed by strict": BFCL_CLOSED_BY_STRICT,
+    }, listing
+    assert len(bfcl_entries()) == 1000
+
+
+@pytest.mark.parametrize("dialect", list(TOKENIZERS))
+def test_bfcl_ground_truth_accepted(dialect):
+    chosen_dialect = get_dialect(dialect)
+    tokenizer = load_tokenizer(TOKENIZERS[dialect])
+    facts = bfcl_facts()
+    entries = [entry for entry in bfcl_entries() if entry.id not in facts]
+    rejected = []
+    checked = 0
+    for entry in sampled(entries, dialect):
+        compiled = compile_tools(entry.functions, dialect, tokenizer)
+        tools = {tool.name: tool for tool in compiled.tools}
+        texts = [chosen_dialect.render_call(tools[name], arguments, "trained") for name, arguments in entry.calls]
+        text = SEPARATORS[dialect].join(texts)
+        result = compiled.check(text)
+        checked += 1
+        if not result.accepted:
+            offset = result.byte_offset or 0
+            rejected.append(f"{entry.id} at byte {offset}: {text.encode()[max(0, offset - 60):offset + 40]!r}")
+    assert rejected == [], "\n".join(rejected)
+    assert checked == len(sampled(entries, dialect)) and checked >= 996 // STRIDE
+
+
+# -- MaskBench ---------------------------------------------------------------
+
+# Key text each dialect can write for a key that is not declared (declared
+# keys are literals and may be anything): XML parameter names, GLM arg keys,
+# JSON keys without escapes (the grammar writes none), Gemma's bare keys.
+QWEN_KEY = re.compile(r"[^>\n]+")
+GLM_KEY = re.compile(r"[^<\n]+")
+JSON_KEY = re.compile(r'[^"\\\x00-\x1f]+')
+GEMMA_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A key or a string inside a call's arguments."""
+
+    kind: str  # "key" or "string"
+    text: str
+    top: bool  # a top-level argument (its key, or its whole value)
+    position: str  # keys: "declared", "extra" (an object frame's undeclared key) or "free" (inside an untyped value)
+
+
+def parts(value: Any, frame: Frame, schema: NormalizedSchema, top: bool = True) -> Iterator[Part]:
+    """The keys and strings of ``value``, each with how the grammar writes it
+    (a union takes its first option that accepts the value, as the renderer does)."""
+    frame = schema.resolve(frame)
+    if isinstance(frame, UnionFrame):
+        frame = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), FreeFrame())
+        frame = schema.resolve(frame)
+    if isinstance(value, str):
+        yield Part("string", value, top, "")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            child: Frame = FreeFrame()
+            position = "free"
+            if isinstance(frame, ObjectFrame):
+                declared = frame.property(key)
+                matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
+                position = "extra" if declared is None else "declared"
+                child = declared or (matched[0] if matched else frame.additional) or FreeFrame()
+            elif isinstance(frame, EnumFrame):
+                position = "declared"
+            yield Part("key", key, top, position)
+            yield from parts(item, child, schema, False)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            child = FreeFrame()
+            if isinstance(frame, ArrayFrame):
+                prefix = frame.prefix_items
+                child = prefix[index] if index < len(prefix) else frame.items or FreeFrame()
+            yield from parts(item, child, schema, False)
+
+
+def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any]) -> str | None:
+    """Why ``dialect`` cannot write these arguments, or ``None``."""
+    tokenizer = load_tokenizer(TOKENIZERS[dialect])
+    gemma = isinstance(get_dialect(dialect), Gemma4)
+    for part in parts(arguments, tool.root, tool.schema):
+        if any(tokenizer.is_special(t) for t in tokenizer.encode(part.text)):
+            return f"{part.kind} {part.text!r} holds a special token"
+        if part.kind == "key":
+            if gemma and part.position != "declared" and not GEMMA_KEY.fullmatch(part.text):
+                return f"key {part.text!r} is no bare Gemma key"
+            if gemma or part.position != "extra":
+                continue
+            syntax = JSON_KEY if not part.top or dialect == "hermes" else QWEN_KEY if dialect == "qwen3_coder" else GLM_KEY
+            if not syntax.fullmatch(part.text):
+                return f"undeclared key {part.text!r} has characters the key syntax cannot hold"
+        elif part.top and dialect == "qwen3_coder" and "\n</parameter>\n" in f"\n{part.text}\n":
+            return "raw text holds a line </parameter>"
+        elif part.top and dialect in ("glm45", "glm47") and "</arg_value>" in part.text:
+            return "raw text holds </arg_value>"
+    return None
+
+
+@lru_cache(maxsize=None)
+def maskbench_cases() -> tuple[tuple[str, Any], ...]:
+    return tuple(
+        (path.name, json.loads(path.read_text())) for path in sorted((CORPUS / "maskbench").glob("*.json"))
+    )
+
+
+# Instances each dialect cannot write, over its sample: measured.
+MASKBENCH_UNREPRESENTABLE = {
+    "qwen3_coder": 0,
+    "hermes": 0,
+    "glm45": 0,
+    "glm47": 0,
+    "gemma4": 6,
+    "functiongemma": 2,
+}
+
+
+@pytest.mark.parametrize("dialect", list(TOKENIZERS))
+def test_maskbench_valid_instances_accepted(dialect):
+    chosen_dialect = get_dialect(dialect)
+    tokenizer = load_tokenizer(TOKENIZERS[dialect])
+    counts: Counter[str] = Counter()
+    reasons = []
+    rejected = []
+    for name, case in sampled(list(maskbench_cases()), dialect):
+        try:
+            tools = load_tools([{"name": "f", "parameters": case["schema"]}], format="function")
+        except ConstrainedError:
+            counts["not an object schema"] += 1
+            continue
+        try:
+            compiled = compile_tools(tools, dialect, tokenizer, strict=False)
+        except ConstrainedError:
+            counts["normalization raises"] += 1
+            continue
+        (tool,) = compiled.tools
+        for test in case["tests"]:
+            if not test["valid"]:
+                continue
+            if not isinstance(test["data"], dict):
+                counts["valid instance is no object"] += 1
+                continue
+            reason = unrepresentable(dialect, tool, test["data"])
+            if reason is not None:
+                counts["unrepresentable"] += 1
+                reasons.append(f"{name}: {reason}")
+                continue
+            text = chosen_dialect.render_call(tool, test["data"], "trained")
+            result = compiled.check(text)
+            counts["accepted" if result.accepted else "rejected"] += 1
+            if not result.accepted:
+                offset = result.byte_offset or 0
+                rejected.append(f"{name} at byte {offset}: {text.encode()[max(0, offset - 60):offset + 40]!r}")
+    assert rejected == [], "\n".join(rejected)
+    assert counts["unrepresentable"] == MASKBENCH_UNREPRESENTABLE[dialect], "\n".join(reasons)
+    assert counts["accepted"] >= (2800 if dialect in FULL else 900), counts
+
+
+# -- mutations ----------------------------------------------------------------
+
+
+def value_text(dialect: str, value: Any) -> str:
+    """A top-level argument value as ``dialect`` writes it."""
+    chosen_dialect = get_dialect(dialect)
+    if isinstance(chosen_dialect, Gemma4):
+        return render_value(value, chosen_dialect.string_delimiter)
+    if dialect == "hermes":
+        return json.dumps(value, ensure_ascii=False)
+    return raw_text(value)
+
+
+def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
+    """One call from its (key, value text) members, as ``dialect`` writes it."""
+    if dialect == "qwen3_coder":
+        body = "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in members)
+        return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+    if dialect == "hermes":
+        body = ", ".join(f"{json.dumps(key)}: {value}" for key, value in members)
+        return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {{{body}}}}}\n</tool_call>'
+    if dialect in ("glm45", "glm47"):
+        nl = "\n" if dialect == "glm45" else ""
+        body = "".join(f"<arg_key>{key}</arg_key>{nl}<arg_value>{value}</arg_value>{nl}" for key, value in members)
+        return f"<tool_call>{name}{nl}{body}</tool_call>"
+    gemma = get_dialect(dialect)
+    assert isinstance(gemma, Gemma4)
+    body = ",".join(f"{key}:{value}" for key, value in members)
+    return f"{gemma.call_open}call:{name}{{{body}}}{gemma.call_close}"
+
+
+def example(frame: Frame, schema: NormalizedSchema) -> Any:
+    """A simple value of ``frame`` (``None`` where none is obvious; the
+    caller validates the result)."""
+    frame = schema.resolve(frame)
+    if isinstance(frame, StringFrame):
+        return "x" * max(frame.min_length, 1)
+    if isinstance(frame, (IntegerFrame, NumberFrame)):
+        return frame.minimum if frame.minimum is not None else 1
+    if isinstance(frame, BooleanFrame):
+        return True
+    if isinstance(frame, (NullFrame, FreeFrame)):
+        return None
+    if isinstance(frame, EnumFrame):
+        return frame.values[0]
+    if isinstance(frame, UnionFrame):
+        return example(frame.options[0], schema)
+    if isinstance(frame, ArrayFrame):
+        item = frame.items or (frame.prefix_items[0] if frame.prefix_items else FreeFrame())
+        return [example(item, schema)] * max(frame.min_items, 1)
+    assert isinstance(frame, ObjectFrame)
+    return {key: example(value, schema) for key, value in frame.properties if key in frame.required}
+
+
+Mutation = Callable[[str, list[tuple[str, str]]], list[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class MutationCase:
+    tool: NormalizedTool
+    arguments: dict[str, Any]
+    name: str
+    mutate: Mutation
+
+
+def replaced(key: str, value: Callable[[str, str], str]) -> Mutation:
+    """A mutation replacing ``key``'s value text by ``value(dialect, text)``."""
+    return lambda dialect, members: [(k, value(dialect, v) if k == key else v) for k, v in members]
+
+
+def frames_of(tool: NormalizedTool) -> list[tuple[str, Frame]]:
+    root = tool.schema.resolve(tool.root)
+    assert isinstance(root, ObjectFrame)
+    return [(key, tool.schema.resolve(frame)) for key, frame in root.properties]
+
+
+def mutation_cases() -> list[MutationCase]:
+    """Valid arguments of corpus tools, each with one mutation that makes them
+    invalid in every dialect (several tools per kind, chosen in corpus order)."""
+    candidates = []
+    tools = [tool for function in bfcl_functions()[:400] for tool in load_tools([function])] + mcp_tools()
+    for tool in tools:
+        normalized = normalize_tool(tool)
+        root = normalized.schema.resolve(normalized.root)
+        if not isinstance(root, ObjectFrame):
+            continue
+        arguments = example(root, normalized.schema)
+        for key, frame in frames_of(normalized):
+            if isinstance(frame, (IntegerFrame, NumberFrame, EnumFrame, ArrayFrame)) and key not in arguments:
+                arguments[key] = example(frame, normalized.schema)
+        valid = jsonschema.Draft202012Validator(normalized.parameters).is_valid(arguments)
+        if valid and frame_accepts(root, arguments, normalized.schema.definitions):  # formats too
+            candidates.append((normalized, arguments))
+
+    cases: list[MutationCase] = []
+    seen: Counter[str] = Counter()
+
+    def add(kind: str, tool: NormalizedTool, arguments: dict[str, Any], mutate: Mutation) -> None:
+        if seen[kind] < 3 and all(c.tool.name != tool.name or c.name != kind for c in cases):
+            seen[kind] += 1
+            cases.append(MutationCase(tool, arguments, kind, mutate))
+
+    for tool, arguments in candidates:
+        frames = frames_of(tool)
+        root = tool.schema.resolve(tool.root)
+        assert isinstance(root, ObjectFrame)
+        if root.required:
+            gone = root.required[-1]
+            add("required key removed", tool, arguments, lambda d, m, gone=gone: [(k, v) for k, v in m if k != gone])
+        if root.additional is None and arguments:
+            add("undeclared key added", tool, arguments, lambda d, m: m + [("zz_undeclared", value_text(d, "x"))])
+            add("key repeated", tool, arguments, lambda d, m: m + [m[-1]])
+        for key, frame in frames:
+            if isinstance(frame, IntegerFrame):
+                add("string for an integer", tool, arguments, replaced(key, lambda d, v: value_text(d, "five")))
+                add("bare word for a number", tool, arguments, replaced(key, lambda d, v: "five"))
+            if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.maximum is not None and frame.maximum < 10**9:
+                above = frame.maximum + 1
+                add("above maximum", tool, arguments, replaced(key, lambda d, v, n=above: value_text(d, n)))
+            if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is not None:
+                below = frame.minimum - 1
+                add("below minimum", tool, arguments, replaced(key, lambda d, v, n=below: value_text(d, n)))
+            if isinstance(frame, EnumFrame) and all(isinstance(v, str) for v in frame.values):
+                add("value outside the enum", tool, arguments, replaced(key, lambda d, v: value_text(d, "zz-not-listed")))
+            if isinstance(frame, ArrayFrame):
+                add("unbalanced array", tool, arguments, replaced(key, lambda d, v: v[:-1]))
+            if isinstance(frame, StringFrame) and key in arguments:
+                add("unterminated string", tool, arguments, replaced(key, unterminated))
+    return cases
+
+
+def unterminated(dialect: str, text: str) -> str:
+    """A string value without its closing delimiter (unchanged in the XML
+    dialects, whose raw strings have none: the case does not apply there)."""
+    if dialect == "hermes":
+        return text[:-1]
+    chosen_dialect = get_dialect(dialect)
+    if isinstance(chosen_dialect, Gemma4):
+        return text[: -len(chosen_dialect.string_delimiter)]
+    return text
+
+
+@lru_cache(maxsize=None)
+def all_mutation_cases() -> tuple[MutationCase, ...]:
+    return tuple(mutation_cases())
+
+
+def test_mutation_cases_cover_every_kind():
+    kinds = Counter(case.name for case in all_mutation_cases())
+    assert kinds == {
+        "required key removed": 3,
+        "undeclared key added": 3,
+        "key repeated": 3,
+        "string for an integer": 3,
+        "bare word for a number": 3,
+        "above maximum": 3,
+        "below minimum": 3,
+        "value outside the enum": 3,
+        "unbalanced array": 3,
+        "unterminated string": 3,
+    }, kinds
+
+
+@pytest.mark.parametrize("dialect", list(TOKENIZERS))
+def test_mutations_rejected(dialect):
+    chosen_dialect = get_dialect(dialect)
+    tokenizer = load_tokenizer(TOKENIZERS[dialect])
+    accepted = []
+    checked = 0
+    for case in all_mutation_cases():
+        compiled: CompiledTools = compile_tools([case.tool], dialect, tokenizer)
+        (tool,) = compiled.tools
+        ordered = chosen_dialect.arranged(tool, case.arguments, "trained")
+        members = [(key, value_text(dialect, value)) for key, value in ordered.items()]
+        original = call_text(dialect, tool.name, members)
+        # The members rebuild the renderer's text, which the grammar accepts;
+        # so a rejection below is the mutation's doing.
+        assert original == chosen_dialect.render_call(tool, case.arguments, "trained")
+        assert compiled.check(original).accepted, original
+        mutated = call_text(dialect, tool.name, case.mutate(dialect, members))
+        if mutated == original:
+            continue
+        checked += 1
+        if compiled.check(mutated).accepted:
+            accepted.append(f"{case.name} ({tool.name}): {mutated!r}")
+    assert accepted == [], "\n".join(accepted)
+    delimited = dialect == "hermes" or isinstance(chosen_dialect, Gemma4)
+    assert checked == sum(delimited or case.name != "unterminated string" for case in all_mutation_cases())

@@ -1,0 +1,199 @@
+"""The schema-aware parser: model text in each dialect -> exact OpenAI tool_calls."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from constrained.dialects import DIALECTS
+from constrained.parse import parse_tool_calls
+from constrained.render import render_tool_calls
+
+WRITE_FILE = {
+    "name": "write_file",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+}
+
+PROBES = ["123", "true", "null", "[1, 2]", '{"a": 1}', "\n    indented\n  [1, 2]\n\n", "    return x\n"]
+
+
+def arguments(result, index=0):
+    return json.loads(result.tool_calls[index]["function"]["arguments"])
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@pytest.mark.parametrize("content", PROBES, ids=repr)
+def test_string_parameters_keep_their_exact_text(dialect, content):
+    call = {"name": "write_file", "arguments": {"path": "123", "content": content}}
+    text = render_tool_calls([call], [WRITE_FILE], dialect)
+    result = parse_tool_calls(text, [WRITE_FILE], dialect)
+    assert result.errors == []
+    assert arguments(result) == {"path": "123", "content": content}
+    assert result.tool_calls[0]["type"] == "function"
+    assert result.tool_calls[0]["function"]["name"] == "write_file"
+    assert result.content == ""
+
+
+def test_qwen_removes_exactly_the_template_newlines():
+    text = "<tool_call>\n<function=write_file>\n<parameter=path>\n a \n</parameter>\n<parameter=content>\n\n\nx\n\n\n</parameter>\n</function>\n</tool_call>"
+    assert arguments(parse_tool_calls(text, [WRITE_FILE], "qwen3_coder")) == {"path": " a ", "content": "\n\nx\n\n"}
+
+
+REF_TOOL = {
+    "name": "query",
+    "parameters": {
+        "type": "object",
+        "$defs": {
+            "Limit": {"type": "integer"},
+            "Alias": {"$ref": "#/$defs/Limit"},
+            "Filter": {"type": "object", "properties": {"field": {"type": "string"}}, "required": ["field"]},
+            "Ids": {"type": "array", "items": {"type": "integer"}},
+            "Node": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+                "required": ["name"],
+            },
+        },
+        "properties": {
+            "limit": {"$ref": "#/$defs/Limit"},
+            "alias": {"$ref": "#/$defs/Alias"},
+            "filter": {"$ref": "#/$defs/Filter"},
+            "ids": {"$ref": "#/$defs/Ids"},
+            "maybe": {"oneOf": [{"type": "integer"}, {"type": "null"}]},
+            "tree": {"$ref": "#/$defs/Node"},
+            "label": {"type": "string"},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47"])
+def test_raw_values_are_typed_by_the_schema(dialect):
+    raw = {
+        "limit": "10",
+        "alias": "7",
+        "filter": '{"field": "x"}',
+        "ids": "[1, 2, 3]",
+        "maybe": "123",
+        "tree": '{"name": "a", "children": [{"name": "b"}]}',
+        "label": "10",
+    }
+    if dialect == "qwen3_coder":
+        body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in raw.items())
+        text = f"<tool_call>\n<function=query>\n{body}</function>\n</tool_call>"
+    else:
+        nl = "\n" if dialect == "glm45" else ""
+        body = "".join(f"<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>{nl}" for k, v in raw.items())
+        text = f"<tool_call>query{nl}{body}</tool_call>"
+    result = parse_tool_calls(text, [REF_TOOL], dialect)
+    assert result.errors == []
+    assert arguments(result) == {
+        "limit": 10,
+        "alias": 7,
+        "filter": {"field": "x"},
+        "ids": [1, 2, 3],
+        "maybe": 123,
+        "tree": {"name": "a", "children": [{"name": "b"}]},
+        "label": "10",
+    }
+
+
+def test_python_style_literals_are_read_in_qwen():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}, "none": {"type": "null"}}}}
+    text = "<tool_call>\n<function=f>\n<parameter=on>\nTrue\n</parameter>\n<parameter=none>\nNone\n</parameter>\n</function>\n</tool_call>"
+    assert arguments(parse_tool_calls(text, [tool], "qwen3_coder")) == {"on": True, "none": None}
+
+
+def test_a_union_of_string_and_integer_takes_the_integer_only_when_valid():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"v": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]}}}}
+    read = lambda raw: arguments(parse_tool_calls(f"<tool_call>\n<function=f>\n<parameter=v>\n{raw}\n</parameter>\n</function>\n</tool_call>", [tool], "qwen3_coder"))["v"]
+    assert read("5") == 5
+    assert read("-5") == "-5"
+    assert read("five") == "five"
+
+
+def test_two_calls_come_back_in_source_order():
+    calls = [
+        {"name": "write_file", "arguments": {"path": "b", "content": "2"}},
+        {"name": "write_file", "arguments": {"path": "a", "content": "1"}},
+    ]
+    for dialect in DIALECTS:
+        result = parse_tool_calls(render_tool_calls(calls, [WRITE_FILE], dialect), [WRITE_FILE], dialect)
+        assert [arguments(result, i)["path"] for i in range(2)] == ["b", "a"], dialect
+        assert len({call["id"] for call in result.tool_calls}) == 2
+
+
+def test_reasoning_and_content_are_kept_apart():
+    text = "<think>\nplan\n</think>\n\nI will write it.\n" + render_tool_calls(
+        [{"name": "write_file", "arguments": {"path": "a", "content": "b"}}], [WRITE_FILE], "qwen3_coder"
+    )
+    result = parse_tool_calls(text, [WRITE_FILE], "qwen3_coder")
+    assert result.reasoning == "\nplan\n"
+    assert result.content == "\n\nI will write it.\n"
+    assert len(result.tool_calls) == 1
+
+
+GOOD = "<tool_call>\n<function=write_file>\n<parameter=path>\na\n</parameter>\n<parameter=content>\nb\n</parameter>\n</function>\n</tool_call>"
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        (GOOD.replace("</tool_call>", ""), "not closed"),
+        ("```\n" + GOOD + "\n```", "fenced code block"),
+        (GOOD.replace("write_file", "delete_file"), "no tool is called 'delete_file'"),
+        (GOOD.replace("<parameter=path>\na\n</parameter>\n", ""), "missing required parameter(s) 'path'"),
+        (GOOD.replace("</function>", "<parameter=mode>\n5\n</parameter>\n</function>"), "has no parameter 'mode'"),
+        (GOOD.replace("</function>", "<parameter=path>\nb\n</parameter>\n</function>"), "given twice"),
+        (GOOD.replace("<parameter=path>\na\n</parameter>", "<parameter=path>\na\n</paramter>"), "missing required parameter(s) 'content'"),
+        (GOOD.replace("\n<function=", "<function="), "expected"),
+    ],
+)
+def test_fail_closed_keeps_the_text_and_says_why(text, reason):
+    result = parse_tool_calls(text, [WRITE_FILE], "qwen3_coder")
+    assert result.tool_calls == []
+    assert text in result.content or result.content == text
+    (error,) = result.errors
+    assert reason in error.reason
+    start, end = error.span
+    assert 0 <= start < end <= len(text.encode())
+
+
+def test_a_value_of_the_wrong_type_is_rejected():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
+    for dialect, text in [
+        ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=n>\nten\n</parameter>\n</function>\n</tool_call>"),
+        ("hermes", '<tool_call>\n{"name": "f", "arguments": {"n": "10"}}\n</tool_call>'),
+        ("gemma4", '<|tool_call>call:f{n:<|"|>10<|"|>}<tool_call|>'),
+    ]:
+        result = parse_tool_calls(text, [tool], dialect)
+        assert result.tool_calls == [] and result.content == text, dialect
+        assert result.errors and result.errors[0].tool == "f"
+
+
+def test_relaxed_keywords_are_validated_after_parsing():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}}
+    ok = '<tool_call>\n{"name": "f", "arguments": {"tags": [1, 2]}}\n</tool_call>'
+    bad = '<tool_call>\n{"name": "f", "arguments": {"tags": [1, 1]}}\n</tool_call>'
+    assert len(parse_tool_calls(ok, [tool], "hermes").tool_calls) == 1
+    result = parse_tool_calls(bad, [tool], "hermes")
+    assert result.tool_calls == [] and "schema validation failed" in result.errors[0].reason
+
+
+def test_an_oversized_call_is_rejected(monkeypatch):
+    import constrained.parse as parse
+
+    monkeypatch.setattr(parse, "MAX_CALL_BYTES", 50)
+    result = parse_tool_calls(GOOD, [WRITE_FILE], "qwen3_coder")
+    assert result.tool_calls == [] and "larger than 50 bytes" in result.errors[0].reason
+
+
+def test_duplicate_keys_in_hermes_json_are_malformed():
+    text = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a", "path": "b", "content": "c"}}\n</tool_call>'
+    result = parse_tool_calls(text, [WRITE_FILE], "hermes")
+    assert result.tool_calls == [] and "given twice" in result.errors[0].reason
