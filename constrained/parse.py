@@ -45,8 +45,8 @@ class CallError:
 
 @dataclass(frozen=True)
 class ParseResult:
-    """``content``: the text outside accepted calls (rejected calls stay in
-    it); ``reasoning``: the reasoning block's text, if any; ``tool_calls``:
+    """``content``: the text outside accepted calls, literally (the newline
+    between two calls included; rejected calls stay in it); ``reasoning``: the reasoning block's text, if any; ``tool_calls``:
     OpenAI-shaped calls in source order; ``errors``: one per rejected call."""
 
     content: str
@@ -84,20 +84,14 @@ def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
         else:
             assert isinstance(segment, CallSegment)
             try:
-                calls.append(openai_call(segment, by_name, chosen.python_literals, len(calls)))
+                calls.append(openai_call(segment, by_name, chosen.python_literals))
             except CallRejected as exc:
                 content.append(segment.text)
                 errors.append(CallError(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
-    joined = "".join(content)
-    if calls and not joined.strip():
-        # Only the newlines between and after calls: part of the call syntax.
-        joined = ""
-    return ParseResult(joined, calls, errors, "".join(reasoning) if reasoning else None)
+    return ParseResult("".join(content), calls, errors, "".join(reasoning) if reasoning else None)
 
 
-def openai_call(
-    segment: CallSegment, tools: Mapping[str, NormalizedTool], python_literals: bool, index: int
-) -> dict[str, Any]:
+def openai_call(segment: CallSegment, tools: Mapping[str, NormalizedTool], python_literals: bool) -> dict[str, Any]:
     """One call segment as an OpenAI tool call (raises CallRejected)."""
     if segment.error is not None:
         raise CallRejected(segment.error)
@@ -108,7 +102,7 @@ def openai_call(
         raise CallRejected(f"no tool is called {segment.name!r}")
     arguments = typed_arguments(tool, segment.arguments, python_literals)
     return {
-        "id": call_id(segment.text, index),
+        "id": call_id(segment.start, tool.name),
         "type": "function",
         "function": {"name": tool.name, "arguments": json.dumps(arguments, ensure_ascii=False)},
     }
@@ -200,9 +194,10 @@ def validate(tool: NormalizedTool, arguments: dict[str, Any]) -> None:
         raise CallRejected(f"schema validation failed at /{where}: {error.message}")
 
 
-def call_id(text: str, index: int) -> str:
-    """A stable id for a call: the same output gives the same ids."""
-    digest = hashlib.sha256(f"{index}:{text}".encode("utf-8")).hexdigest()[:24]
+def call_id(start: int, name: str) -> str:
+    """A stable id for the call of ``name`` at offset ``start``: known as soon
+    as the name is, and the same when streaming and when not."""
+    digest = hashlib.sha256(f"{start}:{name}".encode("utf-8")).hexdigest()[:24]
     return f"call_{digest}"
 
 

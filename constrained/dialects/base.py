@@ -19,7 +19,7 @@ from ..grammar.values import ValueEmitter, ValueSyntax
 from ..schema.tool import NormalizedTool
 from ..schema.values import frame_accepts, pattern_matches
 from ..tokenizers import Tokenizer
-from .segments import CallSegment, Segment, Value, scan
+from .segments import CallSegment, Partial, Segment, Value, scan
 
 
 class Markers:
@@ -76,6 +76,11 @@ class Dialect(ABC):
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         """The tool name and argument pairs of one call, from the text between
         :attr:`call_open` and :attr:`call_close` (raises :class:`Malformed`)."""
+
+    def partial_body(self, body: str) -> Partial:
+        """What an unfinished call's body shows so far, for streaming. By
+        default nothing: the call is reported once it is complete."""
+        return Partial()
 
     def scan(self, text: str) -> Iterator[Segment | CallSegment]:
         """Model text as reasoning, plain text and call segments."""

@@ -10,7 +10,7 @@ from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
 from .raw_values import RawValues, raw_text
-from .segments import Malformed, Raw, Value
+from .segments import Malformed, Partial, Raw, Value, held_back
 
 
 class Glm45(Dialect):
@@ -72,28 +72,39 @@ class Glm45(Dialect):
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         """NAME, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
         pairs; a raw value runs to the first ``</arg_value>``."""
+        partial = self._walk(body, final=True)
+        assert partial.name is not None
+        return partial.name, partial.pairs
+
+    def partial_body(self, body: str) -> Partial:
+        return self._walk(body, final=False)
+
+    def _walk(self, body: str, *, final: bool) -> Partial:
         nl = self.newline
         name_end = body.find(nl) if nl else body.find("<arg_key>")
         if name_end < 0:
+            if not final:
+                return Partial()
             name_end = len(body)
         name, position, pairs = body[:name_end], name_end + len(nl), []
         if not name or "<" in name or "\n" in name:
             raise Malformed("expected the tool name right after <tool_call>")
+        key_close, value_close = f"</arg_key>{nl}<arg_value>", f"</arg_value>{nl}"
         while position < len(body):
-            head = "<arg_key>"
-            if not body.startswith(head, position):
-                raise Malformed(f"expected '<arg_key>' at offset {position} of the call", name)
-            key_end = body.find("</arg_key>", position)
-            value_open = f"</arg_key>{nl}<arg_value>"
-            if key_end < 0 or not body.startswith(value_open, key_end):
-                raise Malformed("expected '<arg_key>KEY</arg_key>' then '<arg_value>'", name)
-            value_start = key_end + len(value_open)
-            value_end = body.find("</arg_value>", value_start)
-            if value_end < 0 or not body.startswith("</arg_value>" + nl, value_end):
-                raise Malformed("an argument value is not closed with '</arg_value>'", name)
-            pairs.append((body[position + len(head) : key_end], Raw(body[value_start:value_end])))
-            position = value_end + len("</arg_value>" + nl)
-        return name, pairs
+            key_end = body.find(key_close, position)
+            if not body.startswith("<arg_key>", position) or key_end < 0:
+                if final or not ("<arg_key>".startswith(body[position:]) or body.startswith("<arg_key>", position)):
+                    raise Malformed(f"expected '<arg_key>KEY</arg_key>' then '<arg_value>' at offset {position}", name)
+                return Partial(name, pairs)
+            key, value_start = body[position + len("<arg_key>") : key_end], key_end + len(key_close)
+            value_end = body.find(value_close, value_start)
+            if value_end < 0:
+                if final:
+                    raise Malformed(f"the value of {key!r} is not closed with '</arg_value>'", name)
+                return Partial(name, pairs, key, held_back(body[value_start:], value_close))
+            pairs.append((key, Raw(body[value_start:value_end])))
+            position = value_end + len(value_close)
+        return Partial(name, pairs)
 
 
 class Glm47(Glm45):

@@ -17,7 +17,7 @@ from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
 from .raw_values import RawValues, raw_text
-from .segments import Malformed, Raw, Value
+from .segments import Malformed, Partial, Raw, Value, held_back
 
 CLOSE = "\n</parameter>\n"
 
@@ -70,20 +70,34 @@ class Qwen3Coder(Dialect):
         """Name and raw values of one call, from the text between the call
         tokens. A value runs to the first ``\\n</parameter>\\n``, exactly as
         the grammar ends it."""
+        partial = self._walk(body, final=True)
+        assert partial.name is not None
+        return partial.name, partial.pairs
+
+    def partial_body(self, body: str) -> Partial:
+        return self._walk(body, final=False)
+
+    def _walk(self, body: str, *, final: bool) -> Partial:
         head = _FUNCTION.match(body)
         if head is None:
-            raise Malformed("expected '\\n<function=NAME>\\n' after <tool_call>")
+            if final:
+                raise Malformed("expected '\\n<function=NAME>\\n' after <tool_call>")
+            return Partial()
         name, position, pairs = head.group(1), head.end(), []
         while body[position:] != "</function>\n":
             key = _PARAMETER.match(body, position)
             if key is None:
-                raise Malformed(f"expected '<parameter=KEY>' or '</function>' at offset {position} of the call", name)
+                if final:
+                    raise Malformed(f"expected '<parameter=KEY>' or '</function>' at offset {position} of the call", name)
+                return Partial(name, pairs)
             end = body.find(CLOSE, key.end())
             if end < 0:
-                raise Malformed(f"parameter {key.group(1)!r} is not closed with '</parameter>'", name)
+                if final:
+                    raise Malformed(f"parameter {key.group(1)!r} is not closed with '</parameter>'", name)
+                return Partial(name, pairs, key.group(1), held_back(body[key.end() :], CLOSE))
             pairs.append((key.group(1), Raw(body[key.end() : end])))
             position = end + len(CLOSE)
-        return name, pairs
+        return Partial(name, pairs)
 
 
 _FUNCTION = re.compile(r"\n<function=([^>\n]+)>\n")

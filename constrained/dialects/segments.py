@@ -9,7 +9,7 @@ syntax (JSON, Gemma values)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
 
@@ -53,6 +53,27 @@ class CallSegment:
     arguments: tuple[tuple[str, Value], ...] = ()
     error: str | None = None
     kind: str = "call"
+
+
+@dataclass
+class Partial:
+    """What an unfinished call shows so far: its name once complete, its
+    complete argument pairs, and the key and text of a raw value still being
+    written (minus any tail that may be the start of its closing)."""
+
+    name: str | None = None
+    pairs: list[tuple[str, Value]] = field(default_factory=list)
+    open_key: str | None = None
+    open_text: str | None = None
+
+
+def held_back(text: str, closing: str) -> str:
+    """``text`` without its longest tail that is a proper start of ``closing``:
+    that tail may yet turn out to be the closing, not value text."""
+    for size in range(min(len(closing) - 1, len(text)), 0, -1):
+        if closing.startswith(text[-size:]):
+            return text[:-size]
+    return text
 
 
 class Malformed(Exception):
