@@ -21,6 +21,7 @@ from .schema.annotate import annotate_ref_types
 from .schema.normalize import normalize_schema
 from .schema.tool import NormalizedTool, normalize_tool, normalize_tools
 from .schema.types import effective_type, json_types
+from .stream import ToolCallStreamParser
 from .tokenizers import Tokenizer, TokenizerError, load_tokenizer
 from .tools import Tool, load_tools, load_tools_file
 
@@ -39,6 +40,7 @@ __all__ = [
     "Tokenizer",
     "TokenizerError",
     "Tool",
+    "ToolCallStreamParser",
     "ToolDefinitionError",
     "UnknownDialectError",
     "UnsatisfiableSchemaError",

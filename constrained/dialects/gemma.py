@@ -14,7 +14,7 @@ from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter, ValueSyntax, gemma_syntax
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
-from .segments import Malformed, Parsed, Value
+from .segments import Malformed, Parsed, Partial, Value, held_back
 
 
 class Gemma4(Dialect):
@@ -50,6 +50,34 @@ class Gemma4(Dialect):
         if reader.position != len(body):
             raise reader.fail("the end of the call")
         return name, [(key, Parsed(value)) for key, value in pairs]
+
+    def partial_body(self, body: str) -> Partial:
+        """The complete top-level members so far, and the text of a string
+        member still being written."""
+        brace = body.find("{")
+        if not body.startswith("call:") or brace < 0:
+            return Partial()
+        name = body[len("call:") : brace]
+        reader = _ValueReader(body, self.string_delimiter, name)
+        reader.position = brace + 1
+        pairs: list[tuple[str, Value]] = []
+        while True:
+            colon = body.find(":", reader.position)
+            if colon < 0:
+                return Partial(name, pairs)
+            key, start = body[reader.position : colon], colon + 1
+            if body.startswith(self.string_delimiter, start) and self.string_delimiter not in body[start + len(self.string_delimiter) :]:
+                text = held_back(body[start + len(self.string_delimiter) :], self.string_delimiter)
+                return Partial(name, pairs, key, text)
+            reader.position = start
+            try:
+                value = reader.value()
+            except Malformed:
+                return Partial(name, pairs)
+            if not body.startswith(",", reader.position):
+                return Partial(name, pairs)
+            pairs.append((key, Parsed(value)))
+            reader.position += 1
 
 
 class FunctionGemma(Gemma4):
