@@ -17,6 +17,7 @@ from .errors import (
 from .frames import NormalizedSchema, SchemaWarning
 from .parse import CallError, ParseResult, parse_tool_calls
 from .render import render_tool_calls
+from .repair import RepairResult, repair_arguments
 from .schema.annotate import annotate_ref_types
 from .schema.normalize import normalize_schema
 from .schema.tool import NormalizedTool, normalize_tool, normalize_tools
@@ -35,6 +36,7 @@ __all__ = [
     "NormalizedSchema",
     "NormalizedTool",
     "ParseResult",
+    "RepairResult",
     "SchemaError",
     "SchemaWarning",
     "Tokenizer",
@@ -56,4 +58,5 @@ __all__ = [
     "normalize_tools",
     "parse_tool_calls",
     "render_tool_calls",
+    "repair_arguments",
 ]
