@@ -40,7 +40,7 @@ class RawValues:
             return "(" + " | ".join(self.value(option, emitter, path) for option in frame.options) + ")"
         if isinstance(frame, StringFrame):
             if self.close_text is not None:
-                return emitter.closed_text(frame, path, self.excluded, self.close_text)
+                return emitter.closed_text(frame, path, self.excluded, self.close_text) or self.any_text
             text = emitter.raw_text(frame, path)
             return f"{text} {self.close}" if text else self.any_text
         if isinstance(frame, EnumFrame):

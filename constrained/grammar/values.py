@@ -46,6 +46,10 @@ MAX_ANY_ORDER_KEYS = 8
 # Largest item count spelled out as a repetition; beyond it the count is relaxed.
 MAX_COUNTED_ITEMS = 100
 
+# Largest length counted in raw text that must also exclude its closing text:
+# llguidance 1.9.1 rejects valid text for larger counts in such an intersection.
+MAX_COUNTED_TEXT = 100
+
 Member = Callable[[str, Frame], str]
 """Lark expression for one ``key: value`` member of an object."""
 
@@ -182,9 +186,10 @@ class ValueEmitter:
                 schema["minLength"] = frame.min_length
             if frame.max_length is not None:
                 schema["maxLength"] = frame.max_length
-            if frame.patterns:
-                schema["pattern"] = frame.patterns[0]
-                if len(frame.patterns) > 1:
+            patterns = [p for p in frame.patterns if self._translated(p, path) is not None]
+            if patterns:
+                schema["pattern"] = patterns[0]
+                if len(patterns) > 1:
                     self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
             if frame.format is not None:
                 schema["format"] = frame.format
@@ -202,10 +207,13 @@ class ValueEmitter:
         may_be_empty = frame.min_length == 0 and frame.format is None and not frame.patterns
         return f"{terminal}?" if may_be_empty else terminal
 
-    def closed_text(self, frame: StringFrame, path: str, excluded: str, closing: str) -> str:
+    def closed_text(self, frame: StringFrame, path: str, excluded: str, closing: str) -> str | None:
         """One terminal for the text of a constrained string and the
-        ``closing`` text after it: the text ends at the first closing."""
-        content = self.string_content(frame, path, excluded) or f"~{regex(excluded)}"
+        ``closing`` text after it, so the text ends at the first closing
+        (``None`` when nothing constrains the text)."""
+        content = self.string_content(frame, path, excluded)
+        if content is None:
+            return None
         return self.rules.terminal("text", f"({content}) {literal(closing)}")
 
     def string_content(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
@@ -215,20 +223,33 @@ class ValueEmitter:
         parts: list[str] = []
         if frame.format is not None:
             parts.append(regex(FORMAT_PATTERNS[frame.format]))
-        if frame.min_length or frame.max_length is not None:
+        counted = max(frame.min_length, frame.max_length or 0)
+        if excluded is not None and counted > MAX_COUNTED_TEXT:
+            self.warn(
+                path,
+                "minLength/maxLength",
+                f"lengths above {MAX_COUNTED_TEXT} on raw text are not enforced during generation",
+            )
+        elif frame.min_length or frame.max_length is not None:
             upper = "" if frame.max_length is None else str(frame.max_length)
             parts.append(regex(f"(?s:.){{{frame.min_length},{upper}}}"))
         for pattern in frame.patterns:
-            translated = ecma_to_rust(pattern)
-            if translated is None:
-                self.warn(path, "pattern", f"pattern {pattern!r} has no exact translation; not enforced during generation")
-            else:
+            translated = self._translated(pattern, path)
+            if translated is not None:
                 parts.append(regex(translated))
         if not parts:
             return None
         if excluded is not None:
             parts.append(f"~{regex(excluded)}")
         return " & ".join(parts)
+
+    def _translated(self, pattern: str, path: str) -> str | None:
+        """``pattern`` in the automaton's regex syntax, or ``None`` (with a
+        warning) when it has no exact translation."""
+        translated = ecma_to_rust(pattern)
+        if translated is None:
+            self.warn(path, "pattern", f"pattern {pattern!r} has no exact translation; not enforced during generation")
+        return translated
 
     # -- arrays ----------------------------------------------------------------
 
