@@ -16,8 +16,9 @@ purpose are rejected.
   undeclared key added, a key repeated, a string for an integer, a number
   out of its bounds, a value outside its enum, a malformed value).
 
-Runtime: qwen3_coder and gemma4 run every BFCL entry and MaskBench schema;
-hermes, glm45, glm47 and functiongemma run every third (a fixed stride).
+Runtime (about two minutes on two cores): every dialect runs every BFCL
+entry; qwen3_coder and gemma4 run every MaskBench schema, hermes, glm45, glm47
+and functiongemma every third (a fixed stride).
 """
 
 from __future__ import annotations
@@ -167,19 +168,17 @@ def test_bfcl_ground_truth_accepted(dialect):
     facts = bfcl_facts()
     entries = [entry for entry in bfcl_entries() if entry.id not in facts]
     rejected = []
-    checked = 0
-    for entry in sampled(entries, dialect):
+    for entry in entries:
         compiled = compile_tools(entry.functions, dialect, tokenizer)
         tools = {tool.name: tool for tool in compiled.tools}
         texts = [chosen_dialect.render_call(tools[name], arguments, "trained") for name, arguments in entry.calls]
         text = SEPARATORS[dialect].join(texts)
         result = compiled.check(text)
-        checked += 1
         if not result.accepted:
             offset = result.byte_offset or 0
             rejected.append(f"{entry.id} at byte {offset}: {text.encode()[max(0, offset - 60):offset + 40]!r}")
     assert rejected == [], "\n".join(rejected)
-    assert checked == len(sampled(entries, dialect)) and checked >= 996 // STRIDE
+    assert len(entries) == 995
 
 
 # -- MaskBench ---------------------------------------------------------------
@@ -199,19 +198,20 @@ class Part:
 
     kind: str  # "key" or "string"
     text: str
-    top: bool  # a top-level argument (its key, or its whole value)
+    top: bool  # a top-level argument: its key, or its whole value
     position: str  # keys: "declared", "extra" (an object frame's undeclared key) or "free" (inside an untyped value)
 
 
-def parts(value: Any, frame: Frame, schema: NormalizedSchema, top: bool = True) -> Iterator[Part]:
-    """The keys and strings of ``value``, each with how the grammar writes it
-    (a union takes its first option that accepts the value, as the renderer does)."""
+def parts(value: Any, frame: Frame, schema: NormalizedSchema, depth: int = 0) -> Iterator[Part]:
+    """The keys and strings of ``value`` (the arguments at ``depth`` 0), each
+    with how the grammar writes it (a union takes its first option that
+    accepts the value, as the renderer does)."""
     frame = schema.resolve(frame)
     if isinstance(frame, UnionFrame):
         frame = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), FreeFrame())
         frame = schema.resolve(frame)
     if isinstance(value, str):
-        yield Part("string", value, top, "")
+        yield Part("string", value, depth == 1, "")
     elif isinstance(value, dict):
         for key, item in value.items():
             child: Frame = FreeFrame()
@@ -223,15 +223,15 @@ def parts(value: Any, frame: Frame, schema: NormalizedSchema, top: bool = True) 
                 child = declared or (matched[0] if matched else frame.additional) or FreeFrame()
             elif isinstance(frame, EnumFrame):
                 position = "declared"
-            yield Part("key", key, top, position)
-            yield from parts(item, child, schema, False)
+            yield Part("key", key, depth == 0, position)
+            yield from parts(item, child, schema, depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             child = FreeFrame()
             if isinstance(frame, ArrayFrame):
                 prefix = frame.prefix_items
                 child = prefix[index] if index < len(prefix) else frame.items or FreeFrame()
-            yield from parts(item, child, schema, False)
+            yield from parts(item, child, schema, depth + 1)
 
 
 def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any]) -> str | None:
@@ -263,14 +263,19 @@ def maskbench_cases() -> tuple[tuple[str, Any], ...]:
     )
 
 
-# Instances each dialect cannot write, over its sample: measured.
-MASKBENCH_UNREPRESENTABLE = {
-    "qwen3_coder": 0,
-    "hermes": 0,
-    "glm45": 0,
-    "glm47": 0,
-    "gemma4": 6,
-    "functiongemma": 2,
+# What each dialect's sample holds, measured. "normalization raises": the
+# parameters resolve to an enum or const of objects, which normalize_tool
+# refuses. "unrepresentable": undeclared keys that are no bare Gemma key
+# ("/home", "/Applications/MyApp.app", "7", "1").
+FULL_COUNTS = {"no valid object instance": 512, "normalization raises ToolDefinitionError": 111}
+SAMPLE_COUNTS = {"no valid object instance": 179, "normalization raises ToolDefinitionError": 32}
+MASKBENCH_COUNTS = {
+    "qwen3_coder": {"accepted": 2833, **FULL_COUNTS},
+    "hermes": {"accepted": 941, **SAMPLE_COUNTS},
+    "glm45": {"accepted": 941, **SAMPLE_COUNTS},
+    "glm47": {"accepted": 941, **SAMPLE_COUNTS},
+    "gemma4": {"accepted": 2827, "unrepresentable": 6, **FULL_COUNTS},
+    "functiongemma": {"accepted": 939, "unrepresentable": 2, **SAMPLE_COUNTS},
 }
 
 
@@ -282,6 +287,10 @@ def test_maskbench_valid_instances_accepted(dialect):
     reasons = []
     rejected = []
     for name, case in sampled(list(maskbench_cases()), dialect):
+        instances = [test["data"] for test in case["tests"] if test["valid"] and isinstance(test["data"], dict)]
+        if not instances:
+            counts["no valid object instance"] += 1
+            continue
         try:
             tools = load_tools([{"name": "f", "parameters": case["schema"]}], format="function")
         except ConstrainedError:
@@ -289,30 +298,25 @@ def test_maskbench_valid_instances_accepted(dialect):
             continue
         try:
             compiled = compile_tools(tools, dialect, tokenizer, strict=False)
-        except ConstrainedError:
-            counts["normalization raises"] += 1
+        except ConstrainedError as error:
+            counts[f"normalization raises {type(error).__name__}"] += 1
             continue
         (tool,) = compiled.tools
-        for test in case["tests"]:
-            if not test["valid"]:
-                continue
-            if not isinstance(test["data"], dict):
-                counts["valid instance is no object"] += 1
-                continue
-            reason = unrepresentable(dialect, tool, test["data"])
+        for data in instances:
+            reason = unrepresentable(dialect, tool, data)
+            text = chosen_dialect.render_call(tool, data, "trained")
+            result = compiled.check(text)
             if reason is not None:
-                counts["unrepresentable"] += 1
+                # The grammar must refuse what the dialect cannot write.
+                counts["unrepresentable" if not result.accepted else "unrepresentable yet accepted"] += 1
                 reasons.append(f"{name}: {reason}")
                 continue
-            text = chosen_dialect.render_call(tool, test["data"], "trained")
-            result = compiled.check(text)
             counts["accepted" if result.accepted else "rejected"] += 1
             if not result.accepted:
                 offset = result.byte_offset or 0
                 rejected.append(f"{name} at byte {offset}: {text.encode()[max(0, offset - 60):offset + 40]!r}")
     assert rejected == [], "\n".join(rejected)
-    assert counts["unrepresentable"] == MASKBENCH_UNREPRESENTABLE[dialect], "\n".join(reasons)
-    assert counts["accepted"] >= (2800 if dialect in FULL else 900), counts
+    assert counts == MASKBENCH_COUNTS[dialect], "\n".join(reasons)
 
 
 # -- mutations ----------------------------------------------------------------
@@ -334,7 +338,7 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
         body = "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in members)
         return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
     if dialect == "hermes":
-        body = ", ".join(f"{json.dumps(key)}: {value}" for key, value in members)
+        body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
         return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {{{body}}}}}\n</tool_call>'
     if dialect in ("glm45", "glm47"):
         nl = "\n" if dialect == "glm45" else ""
@@ -385,6 +389,15 @@ def replaced(key: str, value: Callable[[str, str], str]) -> Mutation:
     return lambda dialect, members: [(k, value(dialect, v) if k == key else v) for k, v in members]
 
 
+def set_to(key: str, value: Any) -> Mutation:
+    """A mutation giving ``key`` the value ``value``, written as the dialect writes it."""
+    return replaced(key, lambda dialect, _: value_text(dialect, value))
+
+
+def removed(key: str) -> Mutation:
+    return lambda dialect, members: [(k, v) for k, v in members if k != key]
+
+
 def frames_of(tool: NormalizedTool) -> list[tuple[str, Frame]]:
     root = tool.schema.resolve(tool.root)
     assert isinstance(root, ObjectFrame)
@@ -395,9 +408,9 @@ def mutation_cases() -> list[MutationCase]:
     """Valid arguments of corpus tools, each with one mutation that makes them
     invalid in every dialect (several tools per kind, chosen in corpus order)."""
     candidates = []
-    tools = [tool for function in bfcl_functions()[:400] for tool in load_tools([function])] + mcp_tools()
-    for tool in tools:
-        normalized = normalize_tool(tool)
+    loaded = [tool for function in bfcl_functions()[:400] for tool in load_tools([function])] + mcp_tools()
+    for definition in loaded:
+        normalized = normalize_tool(definition)
         root = normalized.schema.resolve(normalized.root)
         if not isinstance(root, ObjectFrame):
             continue
@@ -422,23 +435,20 @@ def mutation_cases() -> list[MutationCase]:
         root = tool.schema.resolve(tool.root)
         assert isinstance(root, ObjectFrame)
         if root.required:
-            gone = root.required[-1]
-            add("required key removed", tool, arguments, lambda d, m, gone=gone: [(k, v) for k, v in m if k != gone])
+            add("required key removed", tool, arguments, removed(root.required[-1]))
         if root.additional is None and arguments:
             add("undeclared key added", tool, arguments, lambda d, m: m + [("zz_undeclared", value_text(d, "x"))])
             add("key repeated", tool, arguments, lambda d, m: m + [m[-1]])
         for key, frame in frames:
             if isinstance(frame, IntegerFrame):
-                add("string for an integer", tool, arguments, replaced(key, lambda d, v: value_text(d, "five")))
+                add("string for an integer", tool, arguments, set_to(key, "five"))
                 add("bare word for a number", tool, arguments, replaced(key, lambda d, v: "five"))
             if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.maximum is not None and frame.maximum < 10**9:
-                above = frame.maximum + 1
-                add("above maximum", tool, arguments, replaced(key, lambda d, v, n=above: value_text(d, n)))
+                add("above maximum", tool, arguments, set_to(key, frame.maximum + 1))
             if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is not None:
-                below = frame.minimum - 1
-                add("below minimum", tool, arguments, replaced(key, lambda d, v, n=below: value_text(d, n)))
+                add("below minimum", tool, arguments, set_to(key, frame.minimum - 1))
             if isinstance(frame, EnumFrame) and all(isinstance(v, str) for v in frame.values):
-                add("value outside the enum", tool, arguments, replaced(key, lambda d, v: value_text(d, "zz-not-listed")))
+                add("value outside the enum", tool, arguments, set_to(key, "zz-not-listed"))
             if isinstance(frame, ArrayFrame):
                 add("unbalanced array", tool, arguments, replaced(key, lambda d, v: v[:-1]))
             if isinstance(frame, StringFrame) and key in arguments:
@@ -503,3 +513,56 @@ def test_mutations_rejected(dialect):
     assert accepted == [], "\n".join(accepted)
     delimited = dialect == "hermes" or isinstance(chosen_dialect, Gemma4)
     assert checked == sum(delimited or case.name != "unterminated string" for case in all_mutation_cases())
+
+
+UNREPRESENTABLE_CASES = [
+    ("qwen3_coder", {"x": {"type": "string"}}, {"x": "a\n</parameter>\nb"}, "line </parameter>"),
+    ("qwen3_coder", {"x": {"type": "string", "maxLength": 20}}, {"x": "</parameter>"}, "line </parameter>"),
+    ("qwen3_coder", {"x": {"type": "integer"}}, {"x": 1, "a>b": 1}, "key syntax"),
+    ("glm45", {"x": {"type": "string"}}, {"x": "a</arg_value>b"}, "</arg_value>"),
+    ("glm47", {"x": {"type": "string", "pattern": "^a"}}, {"x": "a</arg_value>"}, "</arg_value>"),
+    ("hermes", {"x": {"type": "object"}}, {"x": {}, 'a"b': 1}, "key syntax"),
+    ("hermes", {"x": {"type": "string"}}, {"x": "see <tool_call>"}, "special token"),
+    ("gemma4", {"x": {"type": "object"}}, {"x": {"1st": 1}}, "bare Gemma key"),
+    ("gemma4", {"x": {"type": "string"}}, {"x": 'a<|"|>b'}, "special token"),
+    ("functiongemma", {"x": {"type": "string"}}, {"x": "a<escape>b"}, "special token"),
+]
+
+
+@pytest.mark.parametrize("dialect, properties, arguments, reason", UNREPRESENTABLE_CASES)
+def test_unrepresentable_is_refused(dialect, properties, arguments, reason):
+    """What the classification calls unrepresentable, the grammar refuses."""
+    schema = {"type": "object", "properties": properties}
+    compiled = compile_tools([{"name": "f", "parameters": schema}], dialect, TOKENIZERS[dialect], strict=False)
+    (tool,) = compiled.tools
+    assert reason in (unrepresentable(dialect, tool, arguments) or "")
+    assert not compiled.check(get_dialect(dialect).render_call(tool, arguments, "trained")).accepted
+
+
+# -- lexing ------------------------------------------------------------------
+
+# llguidance's lexer is greedy: where one alternative's lexeme is a prefix of
+# another's, the longer wins and the shorter alternative is lost. These
+# arguments need the grammar to lex every alternative alike (found on
+# MaskBench's MCPspec---ClientResult and JME_24, and around them).
+LEXING_CASES = [
+    # An undeclared key beginning with a declared one.
+    ({"properties": {"a": {"type": "integer"}}, "additionalProperties": True}, {"ab": 2}),
+    # A key declared by one option of a union and undeclared in another.
+    ({"anyOf": [{"additionalProperties": True}, {"properties": {"a": {"type": "integer"}}, "required": ["a"]}]}, {"a": "x"}),
+    # A const object or array beside an open one.
+    ({"properties": {"x": {"anyOf": [{"const": {"a": 1}}, {"type": "object"}]}}}, {"x": {"a": 2}}),
+    ({"properties": {"x": {"anyOf": [{"const": [1, 2]}, {"type": "array"}]}}}, {"x": [1, 3]}),
+    # Enum text beside a pattern string that reads on past the closing tag.
+    ({"properties": {"x": {"anyOf": [{"enum": ["ab"]}, {"type": "string", "pattern": "^a.*z$"}]}}}, {"x": "ab"}),
+    # Pattern text that may hold the closing tag's characters.
+    ({"properties": {"x": {"type": "string", "pattern": "^/dev/[^/]+(/[^/]+)*$"}, "y": {"type": "integer"}}}, {"x": "/dev/sda1", "y": 1}),
+]
+
+
+@pytest.mark.parametrize("dialect", list(TOKENIZERS))
+@pytest.mark.parametrize("schema, arguments", LEXING_CASES)
+def test_alternatives_lexed_alike(dialect, schema, arguments):
+    compiled = compile_tools([{"name": "f", "parameters": {"type": "object", **schema}}], dialect, TOKENIZERS[dialect], strict=False)
+    text = get_dialect(dialect).render_call(compiled.tools[0], arguments, "trained")
+    assert compiled.check(text).accepted, text

@@ -207,7 +207,7 @@ class ValueEmitter:
         may_be_empty = frame.min_length == 0 and frame.format is None and not frame.patterns
         return f"{terminal}?" if may_be_empty else terminal
 
-    def closed_text(self, frame: StringFrame, path: str, excluded: str, closing: str) -> str | None:
+    def closed_text(self, frame: StringFrame, path: str, excluded: str | None, closing: str) -> str | None:
         """One terminal for the text of a constrained string and the
         ``closing`` text after it, so the text ends at the first closing
         (``None`` when nothing constrains the text)."""
