@@ -15,10 +15,6 @@ from .render import render_tool_calls
 from .schema.tool import normalize_tools
 from .tools import load_tools_file
 
-# The built-in tokenizer each dialect is checked with when none is named.
-DEFAULT_TOKENIZERS = {"gemma4": "gemma4", "functiongemma": "functiongemma"}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
@@ -116,7 +112,7 @@ def _compiled(args: argparse.Namespace) -> Any:
     return compile_tools(
         load_tools_file(args.tools),
         args.dialect,
-        args.tokenizer or DEFAULT_TOKENIZERS.get(args.dialect, "qwen3"),
+        args.tokenizer or DIALECTS[args.dialect].default_tokenizer,
         tool_choice=args.tool_choice,
         parallel_tool_calls=not args.no_parallel,
         key_order=args.key_order,

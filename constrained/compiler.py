@@ -19,14 +19,15 @@ from typing import Any, Iterable, Sequence
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
 from .errors import CompileError
-from .frames import NormalizedSchema, SchemaWarning, canonical_json
+from .frames import SchemaWarning, canonical_json
 from .grammar.lark import RuleSet
 from .grammar.values import KEY_ORDERS, ValueEmitter
-from .schema.tool import NormalizedTool, normalize_tools
+from .schema.tool import NormalizedTool, normalize_tool, normalize_tools
+from .tools import Tool
 from .tokenizers import Tokenizer, load_tokenizer
 
 TOOL_CHOICES = ("auto", "required", "none")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _CACHE_SIZE = 64
 
 
@@ -118,13 +119,8 @@ class CompiledTools:
             "fingerprint": self.fingerprint,
             "tokenizer_fingerprint": self.tokenizer.fingerprint,
             "tools": [
-                {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                    "schema": tool.schema.to_json(),
-                }
-                for tool in self.tools
+                {"name": t.name, "description": t.description, "parameters": t.parameters, "strict": t.strict}
+                for t in self.tools
             ],
             "warnings": [{"tool": w.tool, **w.warning.__dict__} for w in self.warnings],
         }
@@ -142,8 +138,9 @@ class CompiledTools:
             raise CompileError(
                 f"{path} was compiled for another vocabulary than tokenizer {tok.name!r}; compile it again"
             )
+        # The frames follow from the parameters and the object policy.
         tools = tuple(
-            NormalizedTool(t["name"], t["description"], t["parameters"], NormalizedSchema.from_json(t["schema"]))
+            normalize_tool(Tool(t["name"], t["description"], t["parameters"], "function"), strict=t["strict"])
             for t in data["tools"]
         )
         warnings = tuple(
@@ -226,7 +223,7 @@ def _fingerprint(
     material = {
         "format": FORMAT_VERSION,
         "dialect": dialect,
-        "tools": [[t.name, t.description, t.parameters, t.schema.to_json()] for t in tools],
+        "tools": [[t.name, t.description, t.parameters, t.strict] for t in tools],
         "options": [tool_choice, parallel, key_order],
         "tokenizer": tok.fingerprint,
     }

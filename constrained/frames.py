@@ -13,6 +13,7 @@ frame is a finite tree.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Union, get_args
@@ -251,6 +252,30 @@ def _field_from_json(name: str, value: Any) -> Any:
     if name in ("values", "patterns", "required", "forbidden"):
         return tuple(value)
     return value
+
+
+def frame_digest(frame: Frame, memo: dict[int, str]) -> str:
+    """A digest of ``frame``'s content. Equal frames get equal digests; a
+    sub-frame shared in many places (the normalizer shares them) is digested
+    once, through ``memo`` (keyed by identity, so the frames must outlive it),
+    where :func:`frame_to_json` would write it out every time."""
+    known = memo.get(id(frame))
+    if known is not None:
+        return known
+    parts: list[Any] = [frame.kind]
+    for f in dataclasses.fields(frame):
+        parts.append(_field_digest(getattr(frame, f.name), memo))
+    digest = hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+    memo[id(frame)] = digest
+    return digest
+
+
+def _field_digest(value: Any, memo: dict[int, str]) -> Any:
+    if isinstance(value, FRAME_TYPES):
+        return ["frame", frame_digest(value, memo)]  # type: ignore[arg-type]
+    if isinstance(value, tuple):
+        return ["tuple", [_field_digest(v, memo) for v in value]]
+    return ["value", value]
 
 
 def canonical_json(value: Any) -> str:

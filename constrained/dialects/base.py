@@ -56,6 +56,8 @@ class Dialect(ABC):
     the vocabulary the block is left out."""
     call_separator: ClassVar[bool] = True
     """Whether calls are separated (rule ``call_separator``) or adjacent."""
+    default_tokenizer: ClassVar[str] = "qwen3"
+    """The built-in tokenizer that has this dialect's markers."""
     call_open: ClassVar[str] = "<tool_call>"
     call_close: ClassVar[str] = "</tool_call>"
     reasoning_markers: ClassVar[tuple[str, str] | None] = None

@@ -19,6 +19,7 @@ from .segments import Malformed, Parsed, Partial, Value, held_back
 
 class Gemma4(Dialect):
     name = "gemma4"
+    default_tokenizer = "gemma4"
     value_syntax = gemma_syntax('<|"|>')
     trained_key_order = "alphabetical"
     string_delimiter: ClassVar[str] = '<|"|>'
@@ -82,6 +83,7 @@ class Gemma4(Dialect):
 
 class FunctionGemma(Gemma4):
     name = "functiongemma"
+    default_tokenizer = "functiongemma"
     value_syntax: ClassVar[ValueSyntax] = gemma_syntax("<escape>")
     string_delimiter = "<escape>"
     call_open = "<start_function_call>"

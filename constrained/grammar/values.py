@@ -31,8 +31,7 @@ from ..frames import (
     SchemaWarning,
     StringFrame,
     UnionFrame,
-    canonical_json,
-    frame_to_json,
+    frame_digest,
 )
 from ..schema.formats import FORMAT_PATTERNS
 from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
@@ -127,6 +126,7 @@ class ValueEmitter:
         self.tool = tool
         self.warnings: list[SchemaWarning] = []
         self._memo: dict[str, str] = {}
+        self._digests: dict[int, str] = {}
 
     def warn(self, path: str, keyword: str, message: str) -> None:
         warning = SchemaWarning(path, keyword, message)
@@ -148,7 +148,7 @@ class ValueEmitter:
         """The name of a rule matching one value of ``frame``."""
         if isinstance(frame, FreeFrame):
             return self.syntax.free_rule
-        key = canonical_json(frame_to_json(frame))
+        key = frame_digest(frame, self._digests)
         if key in self._memo:
             return self._memo[key]
         if isinstance(frame, RefFrame):

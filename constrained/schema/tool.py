@@ -17,13 +17,15 @@ class NormalizedTool:
 
     ``root`` is an :class:`ObjectFrame` (or a union of them: parameter sets
     that exclude each other); ``parameters`` keeps the original schema, which
-    the parser validates every call against.
+    the parser validates every call against; ``strict`` is the object policy
+    it was read with (the frames follow from ``parameters`` and ``strict``).
     """
 
     name: str
     description: str
     parameters: dict[str, Any]
     schema: NormalizedSchema
+    strict: bool = True
 
     @property
     def root(self) -> Frame:
@@ -45,7 +47,7 @@ def normalize_tool(tool: Tool, *, strict: bool = True) -> NormalizedTool:
             f"tool {tool.name!r}: parameters must be an object schema, "
             f"but they resolve to {schema.resolve(schema.root).kind!r}"
         )
-    return NormalizedTool(tool.name, tool.description, tool.parameters, schema)
+    return NormalizedTool(tool.name, tool.description, tool.parameters, schema, strict)
 
 
 def normalize_tools(tools: Any, *, strict: bool = True) -> list[NormalizedTool]:
