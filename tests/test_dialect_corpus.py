@@ -53,7 +53,7 @@ from constrained.frames import (
     StringFrame,
     UnionFrame,
 )
-from constrained.schema.tool import NormalizedTool, normalize_tool
+from constrained.schema.tool import NormalizedTool, normalize_tool, normalize_tools
 from constrained.schema.values import frame_accepts, pattern_matches
 from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
@@ -179,6 +179,28 @@ def test_bfcl_ground_truth_accepted(dialect):
     assert rejected == [], "\n".join(rejected)
     assert not_round_trip == [], "\n".join(not_round_trip)
     assert len(entries) == 995
+
+
+@pytest.mark.parametrize("dialect", list(TOKENIZERS))
+def test_bfcl_prefixes_parse_without_completing_a_cut_call(dialect):
+    """Every prefix of every rendered ground-truth turn (cut at each
+    character; qwen3_coder and gemma4 over all entries, the others over the
+    sample) parses without raising, and holds exactly the calls whose closing
+    marker it contains."""
+    chosen_dialect = get_dialect(dialect)
+    facts = bfcl_facts()
+    cuts = 0
+    for entry in sampled([e for e in bfcl_entries() if e.id not in facts], dialect):
+        tools = normalize_tools(entry.functions)
+        by_name = {tool.name: tool for tool in tools}
+        texts = [chosen_dialect.render_call(by_name[name], arguments, "trained") for name, arguments in entry.calls]
+        text = SEPARATORS[dialect].join(texts)
+        ends = [len(SEPARATORS[dialect].join(texts[: index + 1])) for index in range(len(texts))]
+        for cut in range(len(text) + 1):
+            result = parse_tool_calls(text[:cut], tools, dialect)
+            assert len(result.tool_calls) == sum(end <= cut for end in ends), (entry.id, cut)
+            cuts += 1
+    assert cuts > 10_000
 
 
 # -- MaskBench ---------------------------------------------------------------

@@ -8,12 +8,12 @@ from typing import Any
 from ..grammar.lark import literal
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
-from .base import Dialect, Markers
-from .raw_values import RawValues, raw_text
-from .segments import Malformed, Partial, Raw, Value, held_back
+from .base import Markers
+from .raw_values import RawValueDialect, RawValues, raw_text
+from .segments import Malformed, Partial, Raw, held_back
 
 
-class Glm45(Dialect):
+class Glm45(RawValueDialect):
     name = "glm45"
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
@@ -69,17 +69,9 @@ class Glm45(Dialect):
         return f"<tool_call>{tool.name}{nl}{pairs}</tool_call>"
 
 
-    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
-        """NAME, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
+    def walk(self, body: str, *, final: bool) -> Partial:
+        """The name, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
         pairs; a raw value runs to the first ``</arg_value>``."""
-        partial = self._walk(body, final=True)
-        assert partial.name is not None
-        return partial.name, partial.pairs
-
-    def partial_body(self, body: str) -> Partial:
-        return self._walk(body, final=False)
-
-    def _walk(self, body: str, *, final: bool) -> Partial:
         nl = self.newline
         name_end = body.find(nl) if nl else body.find("<arg_key>")
         if name_end < 0:

@@ -15,14 +15,14 @@ from typing import Any
 from ..grammar.lark import literal, literals
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
-from .base import Dialect, Markers
-from .raw_values import RawValues, raw_text
-from .segments import Malformed, Partial, Raw, Value, held_back
+from .base import Markers
+from .raw_values import RawValueDialect, RawValues, raw_text
+from .segments import Malformed, Partial, Raw, held_back
 
 CLOSE = "\n</parameter>\n"
 
 
-class Qwen3Coder(Dialect):
+class Qwen3Coder(RawValueDialect):
     name = "qwen3_coder"
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
@@ -66,18 +66,10 @@ class Qwen3Coder(Dialect):
         lines += ["</function>", "</tool_call>"]
         return "\n".join(lines)
 
-    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
-        """Name and raw values of one call, from the text between the call
+    def walk(self, body: str, *, final: bool) -> Partial:
+        """The name and raw values of one call, from the text between the call
         tokens. A value runs to the first ``\\n</parameter>\\n``, exactly as
         the grammar ends it."""
-        partial = self._walk(body, final=True)
-        assert partial.name is not None
-        return partial.name, partial.pairs
-
-    def partial_body(self, body: str) -> Partial:
-        return self._walk(body, final=False)
-
-    def _walk(self, body: str, *, final: bool) -> Partial:
         head = _FUNCTION.match(body)
         if head is None:
             if final:

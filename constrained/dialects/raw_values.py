@@ -4,12 +4,15 @@ strings raw, every other value JSON, each followed by its closing marker."""
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 from ..frames import BooleanFrame, EnumFrame, Frame, FreeFrame, NullFrame, StringFrame, UnionFrame
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter
+from .base import Dialect
+from .segments import Partial, Value
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,24 @@ class RawValues:
         if isinstance(frame, NullFrame) and self.python_literals:
             return f'("null" | "None") {self.close}'
         return f"{emitter.value(frame, path)} {self.close}"
+
+
+class RawValueDialect(Dialect):
+    """A dialect whose calls are read by one walk over the call's text:
+    complete (``final``) or as far as an unfinished call goes."""
+
+    @abstractmethod
+    def walk(self, body: str, *, final: bool) -> Partial:
+        """What ``body`` holds; when ``final``, malformed markup raises
+        :class:`Malformed` instead of ending the walk."""
+
+    def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
+        partial = self.walk(body, final=True)
+        assert partial.name is not None
+        return partial.name, partial.pairs
+
+    def partial_body(self, body: str) -> Partial:
+        return self.walk(body, final=False)
 
 
 def raw_text(value: Any) -> str:
