@@ -28,8 +28,8 @@ class Gemma4(Dialect):
     required_tokens = ("<|tool_call>", "<tool_call|>", '<|"|>')
     end_tokens = ("<turn|>", "<eos>")
     call_end_tokens = ("<|tool_response>",)
-    reasoning_tokens = ("<|channel>", "<channel|>")
-    reasoning_markers = ("<|channel>thought\n", "<channel|>")
+    reasoning_tokens: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
+    reasoning_markers: ClassVar[tuple[str, str] | None] = ("<|channel>thought\n", "<channel|>")
     call_separator = False
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:

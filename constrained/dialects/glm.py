@@ -10,7 +10,7 @@ from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Markers
 from .raw_values import RawValueDialect, RawValues, raw_text
-from .segments import Malformed, Partial, Raw, held_back
+from .segments import Malformed, Partial, Raw, Value, held_back
 
 
 class Glm45(RawValueDialect):
@@ -78,7 +78,8 @@ class Glm45(RawValueDialect):
             if not final:
                 return Partial()
             name_end = len(body)
-        name, position, pairs = body[:name_end], name_end + len(nl), []
+        name, position = body[:name_end], name_end + len(nl)
+        pairs: list[tuple[str, Value]] = []
         if not name or "<" in name or "\n" in name:
             raise Malformed("expected the tool name right after <tool_call>")
         key_close, value_close = f"</arg_key>{nl}<arg_value>", f"</arg_value>{nl}"

@@ -17,7 +17,7 @@ from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Markers
 from .raw_values import RawValueDialect, RawValues, raw_text
-from .segments import Malformed, Partial, Raw, held_back
+from .segments import Malformed, Partial, Raw, Value, held_back
 
 CLOSE = "\n</parameter>\n"
 
@@ -75,7 +75,8 @@ class Qwen3Coder(RawValueDialect):
             if final:
                 raise Malformed("expected '\\n<function=NAME>\\n' after <tool_call>")
             return Partial()
-        name, position, pairs = head.group(1), head.end(), []
+        name, position = head.group(1), head.end()
+        pairs: list[tuple[str, Value]] = []
         while body[position:] != "</function>\n":
             key = _PARAMETER.match(body, position)
             if key is None:
