@@ -4,9 +4,9 @@
 each call (index, id, name) and then fragments of its ``arguments``. The
 fragments of a call concatenate to exactly the ``arguments`` string
 :func:`parse_tool_calls` gives for the whole text: the parser serializes
-arguments as ``json.dumps`` does, one complete argument after another, and in
-the raw-text dialects (qwen3_coder, glm) a string parameter's text streams as
-it arrives. Other values are sent once complete.
+arguments as ``json.dumps`` does, one complete argument after another, and a
+string parameter's text streams as it arrives (in every dialect). Other
+values are sent once complete.
 
 A call that turns out to be invalid when it ends cannot be taken back: its
 fragments have been sent. ``close()`` then reports it (``tool_call_errors``,

@@ -7,13 +7,14 @@ writes them, and constrained by the tool's frames.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..grammar.lark import literal
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
-from .segments import Malformed, Parsed, Value
+from .segments import Malformed, Parsed, Partial, Value
 
 
 class Hermes(Dialect):
@@ -50,6 +51,58 @@ class Hermes(Dialect):
         if not isinstance(arguments, dict):
             raise Malformed("the arguments are not a JSON object", name)
         return name, [(key, Parsed(value)) for key, value in arguments.items()]
+
+
+    def partial_body(self, body: str) -> Partial:
+        """The complete members of the arguments so far, as the grammar
+        writes them, and the decoded text of a string member still open."""
+        head = _HEAD.match(body)
+        if head is None:
+            return Partial()
+        name = json.loads(head.group(1))
+        decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+        position = head.end()
+        pairs: list[tuple[str, Value]] = []
+        while True:
+            if pairs:
+                if not body.startswith(", ", position):
+                    return Partial(name, pairs)
+                position += 2
+            key = _KEY.match(body, position)
+            if key is None:
+                return Partial(name, pairs)
+            start = key.end()
+            try:
+                value, end = decoder.raw_decode(body, start)
+            except ValueError:
+                if body.startswith('"', start):
+                    return Partial(name, pairs, json.loads(key.group(1)), _open_string(body[start + 1 :]))
+                return Partial(name, pairs)
+            if end >= len(body):  # a number may still grow
+                return Partial(name, pairs)
+            pairs.append((json.loads(key.group(1)), Parsed(value)))
+            position = end
+
+
+_STRING = r'"(?:[^"\\]|\\.)*"'
+_HEAD = re.compile(r'\n\{"name": (' + _STRING + r'), "arguments": \{')
+_KEY = re.compile(r"(" + _STRING + r"): ")
+# An escape cut short, or the first half of a surrogate pair.
+_UNFINISHED_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{0,3}|u[dD][89abAB][0-9a-fA-F]{2})?$")
+
+
+def _open_string(raw: str) -> str | None:
+    """The text of a JSON string whose closing quote has not come yet,
+    without an escape sequence that is not complete."""
+    trailing = len(raw) - len(raw.rstrip("\\"))
+    if trailing % 2:
+        raw = raw[:-1]
+    elif (cut := _UNFINISHED_ESCAPE.search(raw)) is not None and cut.group(1):
+        raw = raw[: cut.start()]
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:
+        return None
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
