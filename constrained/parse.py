@@ -186,9 +186,11 @@ def validate(tool: NormalizedTool, arguments: dict[str, Any]) -> None:
     the grammar relaxed."""
     schema = tool.parameters
     validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(
-        validator_class(schema, format_checker=validator_class.FORMAT_CHECKER).iter_errors(arguments)
-    )
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    except Exception as exc:  # a reference the validator cannot follow, a bad pattern
+        raise CallRejected(f"the schema of {tool.name!r} cannot be validated: {exc}") from None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         raise CallRejected(f"schema validation failed at /{where}: {error.message}")

@@ -197,3 +197,11 @@ def test_duplicate_keys_in_hermes_json_are_malformed():
     text = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a", "path": "b", "content": "c"}}\n</tool_call>'
     result = parse_tool_calls(text, [WRITE_FILE], "hermes")
     assert result.tool_calls == [] and "given twice" in result.errors[0].reason
+
+
+def test_a_schema_the_validator_cannot_follow_fails_closed_without_raising():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"a": {"$ref": "http://example.com/x.json"}}}}
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+    result = parse_tool_calls(text, [tool], "hermes")
+    assert result.tool_calls == [] and result.content == text
+    assert "cannot be validated" in result.errors[0].reason and "http://example.com/x.json" in result.errors[0].reason
