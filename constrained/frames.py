@@ -192,13 +192,7 @@ class NormalizedSchema:
 
     def resolve(self, frame: Frame) -> Frame:
         """``frame`` itself, or the body a :class:`RefFrame` names."""
-        seen: set[str] = set()
-        while isinstance(frame, RefFrame):
-            if frame.name in seen:
-                return FreeFrame()
-            seen.add(frame.name)
-            frame = self.definitions[frame.name]
-        return frame
+        return resolve_frame(frame, self.definitions)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -214,6 +208,17 @@ class NormalizedSchema:
             definitions={name: frame_from_json(f) for name, f in data["definitions"].items()},
             warnings=tuple(SchemaWarning(**w) for w in data["warnings"]),
         )
+
+
+def resolve_frame(frame: Frame, definitions: Mapping[str, Frame]) -> Frame:
+    """``frame``, or the body the :class:`RefFrame` chain from it names. A
+    chain that loops, or names a body not defined yet (while the normalizer is
+    still building it), stands for any value."""
+    seen: set[str] = set()
+    while isinstance(frame, RefFrame) and frame.name not in seen:
+        seen.add(frame.name)
+        frame = definitions.get(frame.name, FreeFrame())
+    return FreeFrame() if isinstance(frame, RefFrame) else frame
 
 
 def frame_to_json(frame: Frame) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .dialects.segments import CallSegment, Parsed, Raw, Segment
 from .frames import Frame, FreeFrame, ObjectFrame
 from .schema.tool import NormalizedTool, normalize_tools
 from .schema.types import json_types
-from .schema.values import frame_accepts
+from .schema.values import frame_accepts, member_frames
 
 # Calls longer than this (in bytes of markup) are rejected, not parsed.
 MAX_CALL_BYTES = 4 * 1024 * 1024
@@ -162,15 +162,13 @@ def _non_string_reading(text: str, python_literals: bool) -> Any:
 
 
 def member_frame(root: Frame, key: str) -> Frame | None:
-    """The frame of top-level key ``key`` (``None``: not allowed)."""
-    objects = getattr(root, "options", (root,))
-    for frame in objects:
-        if isinstance(frame, ObjectFrame):
-            declared = frame.property(key)
-            if declared is not None:
-                return declared
-            if key not in frame.forbidden and (frame.additional is not None or frame.pattern_properties):
-                return frame.additional or FreeFrame()
+    """The frame that types top-level key ``key`` (the first parameter set
+    that allows it; its first frame when patterns give several, all of which
+    the final check applies), or ``None`` when no parameter set allows it."""
+    for frame in getattr(root, "options", (root,)):
+        frames = member_frames(frame, key) if isinstance(frame, ObjectFrame) else None
+        if frames:
+            return frames[0]
     return None
 
 

@@ -24,7 +24,7 @@ from .errors import SchemaError
 from .frames import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from .schema.normalize import normalize_schema
 from .schema.types import effective_type, json_types
-from .schema.values import json_type, pattern_matches
+from .schema.values import json_type, member_frames
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ def _key_types(normalized: NormalizedSchema, key: str) -> frozenset[str]:
     types: frozenset[str] = frozenset()
     for branch in _branches(normalized.resolve(normalized.root), normalized):
         if isinstance(branch, ObjectFrame):
-            frames = _member_frames(branch, key)
+            frames = member_frames(branch, key)
             if frames:
                 types |= frozenset.intersection(*(json_types(f, normalized.definitions) for f in frames))
     return types
@@ -218,18 +218,6 @@ def _key_types(normalized: NormalizedSchema, key: str) -> frozenset[str]:
 def _branches(frame: Frame, normalized: NormalizedSchema) -> list[Frame]:
     options = frame.options if isinstance(frame, UnionFrame) else (frame,)
     return [normalized.resolve(option) for option in options]
-
-
-def _member_frames(frame: ObjectFrame, key: str) -> list[Frame] | None:
-    """The frames the value of ``key`` must satisfy in ``frame`` (all of
-    them), or ``None`` when ``frame`` does not declare the key."""
-    declared = frame.property(key)
-    if declared is not None:
-        return [declared]
-    matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
-    if matched:
-        return matched
-    return None if frame.additional is None else [frame.additional]
 
 
 def _wrapper(normalized: NormalizedSchema) -> str | None:
@@ -256,7 +244,7 @@ def _declared_only(value: object, frame: Frame, normalized: NormalizedSchema) ->
         if not isinstance(value, dict):
             return False
         for key, item in value.items():
-            frames = _member_frames(frame, key)
+            frames = member_frames(frame, key)
             if frames is None or not all(_declared_only(item, f, normalized) for f in frames):
                 return False
         return True

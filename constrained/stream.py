@@ -109,9 +109,7 @@ class ToolCallStreamParser:
     def _skip_reasoning(self, final: bool) -> bool:
         """Move past a leading reasoning block once it is complete (it is
         reported in the result, not streamed). False while undecided."""
-        markers = self.dialect.reasoning_markers or (
-            tuple(self.dialect.reasoning_tokens) if len(self.dialect.reasoning_tokens) == 2 else None
-        )
+        markers = self.dialect.reasoning_block()
         if markers is None:
             self._reasoning_checked = True
             return True

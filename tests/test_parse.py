@@ -205,3 +205,17 @@ def test_a_schema_the_validator_cannot_follow_fails_closed_without_raising():
     result = parse_tool_calls(text, [tool], "hermes")
     assert result.tool_calls == [] and result.content == text
     assert "cannot be validated" in result.errors[0].reason and "http://example.com/x.json" in result.errors[0].reason
+
+
+def test_a_key_matching_a_pattern_property_is_typed_by_that_pattern():
+    tool = {
+        "name": "f",
+        "parameters": {
+            "type": "object",
+            "properties": {"label": {"type": "string"}},
+            "patternProperties": {"^n_": {"type": "integer"}},
+            "additionalProperties": {"type": "string"},
+        },
+    }
+    text = "<tool_call>\n<function=f>\n<parameter=n_size>\n5\n</parameter>\n<parameter=note>\n5\n</parameter>\n</function>\n</tool_call>"
+    assert arguments(parse_tool_calls(text, [tool], "qwen3_coder")) == {"n_size": 5, "note": "5"}

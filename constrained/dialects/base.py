@@ -17,7 +17,7 @@ from ..frames import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter, ValueSyntax
 from ..schema.tool import NormalizedTool
-from ..schema.values import frame_accepts, pattern_matches
+from ..schema.values import frame_accepts, member_frames
 from ..tokenizers import Tokenizer
 from .segments import CallSegment, Partial, Segment, Value, scan
 
@@ -84,6 +84,13 @@ class Dialect(ABC):
         default nothing: the call is reported once it is complete."""
         return Partial()
 
+    def reasoning_block(self) -> tuple[str, str] | None:
+        """The text that opens and closes a reasoning block, or ``None``."""
+        if self.reasoning_markers is not None:
+            return self.reasoning_markers
+        tokens = self.reasoning_tokens
+        return (tokens[0], tokens[1]) if len(tokens) == 2 else None
+
     def scan(self, text: str) -> Iterator[Segment | CallSegment]:
         """Model text as reasoning, plain text and call segments."""
         return scan(
@@ -91,7 +98,7 @@ class Dialect(ABC):
             call_open=self.call_open,
             call_close=self.call_close,
             parse_body=self.parse_body,
-            reasoning=self.reasoning_markers or _pair(self.reasoning_tokens),
+            reasoning=self.reasoning_block(),
         )
 
     @abstractmethod
@@ -128,7 +135,7 @@ def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> A
         if order == "alphabetical":
             declared.sort()
         keys = [k for k in declared if k in value] + [k for k in value if k not in declared]
-        return {k: arrange(value[k], _member_frame(frame, k), schema, order) for k in keys}
+        return {k: arrange(value[k], (member_frames(frame, k) or [FreeFrame()])[0], schema, order) for k in keys}
     if isinstance(frame, ArrayFrame) and isinstance(value, list):
         prefix = frame.prefix_items
         return [
@@ -136,15 +143,3 @@ def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> A
             for i, item in enumerate(value)
         ]
     return value
-
-
-def _member_frame(frame: ObjectFrame, key: str) -> Frame:
-    declared = frame.property(key)
-    if declared is not None:
-        return declared
-    matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
-    return matched[0] if matched else frame.additional or FreeFrame()
-
-
-def _pair(markers: tuple[str, ...]) -> tuple[str, str] | None:
-    return (markers[0], markers[1]) if len(markers) == 2 else None

@@ -32,6 +32,7 @@ from ..frames import (
     StringFrame,
     UnionFrame,
     frame_digest,
+    resolve_frame,
 )
 from ..schema.formats import FORMAT_PATTERNS
 from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
@@ -136,11 +137,7 @@ class ValueEmitter:
     def resolve(self, frame: Frame) -> Frame:
         """``frame``, or the definition a :class:`RefFrame` names (any value
         for a reference cycle)."""
-        seen: set[str] = set()
-        while isinstance(frame, RefFrame) and frame.name not in seen:
-            seen.add(frame.name)
-            frame = self.definitions[frame.name]
-        return FreeFrame() if isinstance(frame, RefFrame) else frame
+        return resolve_frame(frame, self.definitions)
 
     # -- values ------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from ..frames import (
     IntegerFrame,
     NumberFrame,
     ObjectFrame,
-    RefFrame,
     UnionFrame,
+    resolve_frame,
 )
 from .values import dedupe_values, frame_accepts
 
@@ -41,8 +41,8 @@ def union_of(frames: Iterable[Frame]) -> Frame:
 
 def frames_disjoint(a: Frame, b: Frame, definitions: Mapping[str, Frame]) -> bool:
     """True only when no value can satisfy both frames (a sound, incomplete test)."""
-    a = _resolve(a, definitions)
-    b = _resolve(b, definitions)
+    a = resolve_frame(a, definitions)
+    b = resolve_frame(b, definitions)
     if isinstance(a, FreeFrame) or isinstance(b, FreeFrame):
         return False
     if isinstance(a, UnionFrame):
@@ -92,11 +92,3 @@ def _frame_types(frame: Frame) -> set[str]:
     if isinstance(frame, NumberFrame):
         return {"integer", "number"}
     return {frame.kind}
-
-
-def _resolve(frame: Frame, definitions: Mapping[str, Frame]) -> Frame:
-    seen: set[str] = set()
-    while isinstance(frame, RefFrame) and frame.name not in seen:
-        seen.add(frame.name)
-        frame = definitions.get(frame.name, FreeFrame())
-    return frame if not isinstance(frame, RefFrame) else FreeFrame()

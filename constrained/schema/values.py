@@ -185,18 +185,24 @@ def _object_ok(frame: ObjectFrame, value: dict, definitions: Mapping[str, Frame]
         return False
     if any(key not in value for key in frame.required):
         return False
-    declared = dict(frame.properties)
     for key, item in value.items():
-        if key in frame.forbidden:
-            return False
-        if key in declared:
-            if not frame_accepts(declared[key], item, definitions):
-                return False
-            continue
-        matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
-        if matched:
-            if not all(frame_accepts(f, item, definitions) for f in matched):
-                return False
-        elif frame.additional is None or not frame_accepts(frame.additional, item, definitions):
+        frames = member_frames(frame, key)
+        if frames is None or not all(frame_accepts(f, item, definitions) for f in frames):
             return False
     return True
+
+
+def member_frames(frame: ObjectFrame, key: str) -> list[Frame] | None:
+    """The frames the value of ``key`` must satisfy in ``frame`` (all of
+    them): its declared property, else the pattern properties it matches,
+    else the additional-properties frame; ``None`` when the key may not
+    appear."""
+    if key in frame.forbidden:
+        return None
+    declared = frame.property(key)
+    if declared is not None:
+        return [declared]
+    matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
+    if matched:
+        return matched
+    return None if frame.additional is None else [frame.additional]
