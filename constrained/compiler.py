@@ -71,15 +71,19 @@ class CompiledTools:
     key_order: str
     fingerprint: str
     tokenizer: Tokenizer = field(repr=False, compare=False)
+    _template: Any = field(default=None, init=False, repr=False, compare=False)
 
     def matcher(self) -> Any:
-        """A fresh ``llguidance.LLMatcher`` for one sequence."""
-        import llguidance
+        """A fresh ``llguidance.LLMatcher`` for one sequence: a copy of one
+        matcher built once per compiled grammar (building is the costly part)."""
+        if self._template is None:
+            import llguidance
 
-        matcher = llguidance.LLMatcher(self.tokenizer.ll_tokenizer, self.grammar, log_level=0)
-        if matcher.is_error():
-            raise CompileError(f"llguidance rejected the grammar: {matcher.get_error()}")
-        return matcher
+            template = llguidance.LLMatcher(self.tokenizer.ll_tokenizer, self.grammar, log_level=0)
+            if template.is_error():
+                raise CompileError(f"llguidance rejected the grammar: {template.get_error()}")
+            object.__setattr__(self, "_template", template)
+        return self._template.deep_copy()
 
     def check(self, text: str) -> CheckResult:
         """Whether ``text`` (what a model generates, without its final
