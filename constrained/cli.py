@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from .compiler import compile_tools
 from .dialects import DIALECTS
-from .errors import ConstrainedError
+from .errors import ConstrainedError, GenerationError
 from .parse import parse_tool_calls
 from .render import render_tool_calls
 from .schema.tool import normalize_tools
@@ -92,6 +92,30 @@ def _parser() -> argparse.ArgumentParser:
         help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default)',
     )
     render.set_defaults(run=_render)
+
+    generate = commands.add_parser(
+        "generate",
+        help="generate tool calls with a real model under the constraint; print them as JSON",
+        description="Run a model on PROMPT with TOOLS, constrained, and print the parsed result as JSON "
+        '{"tool_calls", "content", "errors", ...}. The default model is the embedded Gemma 3 270M '
+        "(converted once on first use and cached), which writes the gemma4 dialect.",
+    )
+    generate.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
+    generate.add_argument("--prompt", required=True, help="the user's message")
+    generate.add_argument("--model", default="default", help="'default' or a local transformers model folder")
+    generate.add_argument("--dialect", choices=sorted(DIALECTS), help="default: gemma4 for the default model")
+    generate.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name")
+    generate.add_argument("--no-parallel", action="store_true", help="allow one call only")
+    generate.add_argument("--no-reasoning", action="store_true", help="leave out the reasoning block")
+    generate.add_argument("--max-new-tokens", type=int, default=256)
+    generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    generate.add_argument("--temperature", type=float, default=1.0)
+    generate.add_argument("--top-k", type=int, default=0)
+    generate.add_argument("--top-p", type=float, default=1.0)
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--no-fast-forward", action="store_true", help="sample forced tokens one by one")
+    generate.add_argument("--unconstrained", action="store_true", help="run without the constraint, to compare")
+    generate.set_defaults(run=_generate)
     return parser
 
 
@@ -170,6 +194,39 @@ def _render(args: argparse.Namespace) -> int:
     calls = json.loads(_read(args.trailing))
     sys.stdout.write(render_tool_calls(calls, load_tools_file(args.tools), args.dialect, key_order=args.key_order))
     sys.stdout.write("\n")
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .generate import generate
+    from .models import DEFAULT_MODEL, converted_default_model, load_model
+
+    if args.model == DEFAULT_MODEL and converted_default_model() is None:
+        print("constrained: converting the default model once (about a minute); it is cached after", file=sys.stderr)
+    loaded = load_model(args.model, dialect=args.dialect)
+    if loaded.dialect is None:
+        raise GenerationError(f"--model {args.model}: say which tool-call syntax it writes with --dialect")
+    result = generate(
+        loaded.model,
+        loaded.tokenizer,
+        args.prompt,
+        load_tools_file(args.tools),
+        loaded.dialect,
+        tool_choice=args.tool_choice,
+        parallel_tool_calls=not args.no_parallel,
+        reasoning=loaded.thinking and not args.no_reasoning,
+        max_new_tokens=args.max_new_tokens,
+        do_sample=args.sample,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        fast_forward=not args.no_fast_forward,
+        constrain=not args.unconstrained,
+        chat_tokenizer=loaded.chat_tokenizer,
+    )
+    assert not isinstance(result, list)
+    _print_json({**result.to_json(), "text": result.text, "model": loaded.name, "dialect": loaded.dialect})
     return 0
 
 

@@ -71,6 +71,7 @@ class CompiledTools:
     key_order: str
     fingerprint: str
     tokenizer: Tokenizer = field(repr=False, compare=False)
+    reasoning: bool = True
     _template: Any = field(default=None, init=False, repr=False, compare=False)
 
     def matcher(self) -> Any:
@@ -120,6 +121,7 @@ class CompiledTools:
             "tool_choice": self.tool_choice,
             "parallel_tool_calls": self.parallel_tool_calls,
             "key_order": self.key_order,
+            "reasoning": self.reasoning,
             "fingerprint": self.fingerprint,
             "tokenizer_fingerprint": self.tokenizer.fingerprint,
             "tools": [
@@ -160,6 +162,7 @@ class CompiledTools:
             key_order=data["key_order"],
             fingerprint=data["fingerprint"],
             tokenizer=tok,
+            reasoning=data.get("reasoning", True),
         )
 
 
@@ -176,6 +179,7 @@ def compile_tools(
     key_order: str = "trained",
     *,
     strict: bool = True,
+    reasoning: bool = True,
 ) -> CompiledTools:
     """Compile ``tools`` (any form :func:`load_tools` accepts, or
     :class:`NormalizedTool` objects) into a constraint in ``dialect``'s syntax.
@@ -185,17 +189,19 @@ def compile_tools(
     that tool). ``parallel_tool_calls=False`` allows one call. ``key_order``:
     ``"trained"`` (the family's habit), ``"schema"``, ``"alphabetical"`` or
     ``"any"`` (any order, every required key, no repeats; exact up to 8 keys).
+    ``reasoning=False`` leaves out the dialect's reasoning block, for a model
+    whose thinking is switched off.
     """
     chosen = get_dialect(dialect)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
     normalized = tuple(normalize_tools(tools, strict=strict))
     _check_options(normalized, tool_choice, key_order)
-    key = _fingerprint(chosen.name, normalized, tool_choice, parallel_tool_calls, key_order, tok)
+    key = _fingerprint(chosen.name, normalized, tool_choice, parallel_tool_calls, key_order, reasoning, tok)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    compiled = _compile(chosen, normalized, tok, tool_choice, parallel_tool_calls, key_order, key)
+    compiled = _compile(chosen, normalized, tok, tool_choice, parallel_tool_calls, key_order, reasoning, key)
     with _cache_lock:
         _cache[key] = compiled
         while len(_cache) > _CACHE_SIZE:
@@ -222,13 +228,14 @@ def _fingerprint(
     tool_choice: str,
     parallel: bool,
     key_order: str,
+    reasoning: bool,
     tok: Tokenizer,
 ) -> str:
     material = {
         "format": FORMAT_VERSION,
         "dialect": dialect,
         "tools": [[t.name, t.description, t.parameters, t.strict] for t in tools],
-        "options": [tool_choice, parallel, key_order],
+        "options": [tool_choice, parallel, key_order, reasoning],
         "tokenizer": tok.fingerprint,
     }
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
@@ -241,6 +248,7 @@ def _compile(
     tool_choice: str,
     parallel: bool,
     key_order: str,
+    reasoning: bool,
     fingerprint: str,
 ) -> CompiledTools:
     _check_markers(dialect, tok)
@@ -260,7 +268,7 @@ def _compile(
         [
             dialect.grammar(),
             "// -- generated --",
-            _start_rule(dialect, markers, tool_choice, parallel, bool(bodies)),
+            _start_rule(dialect, markers, tool_choice, parallel, bool(bodies), reasoning),
             f"end_of_turn: {_present(dialect.end_tokens, markers)}",
             f"end_after_calls: {_present(dialect.call_end_tokens, markers)}",
             f"tool_body: {' | '.join(f'({b})' for b in bodies)}" if bodies else "",
@@ -277,13 +285,17 @@ def _compile(
         key_order=key_order,
         fingerprint=fingerprint,
         tokenizer=tok,
+        reasoning=reasoning,
     )
     compiled.matcher()
     return compiled
 
 
-def _start_rule(dialect: Dialect, markers: Markers, tool_choice: str, parallel: bool, has_tools: bool) -> str:
-    reasoning = "reasoning? " if dialect.reasoning_tokens and all(map(markers.is_token, dialect.reasoning_tokens)) else ""
+def _start_rule(
+    dialect: Dialect, markers: Markers, tool_choice: str, parallel: bool, has_tools: bool, allow_reasoning: bool
+) -> str:
+    has_block = dialect.reasoning_tokens and all(map(markers.is_token, dialect.reasoning_tokens))
+    reasoning = "reasoning? " if allow_reasoning and has_block else ""
     if not parallel:
         calls = "call"
     elif dialect.call_separator:

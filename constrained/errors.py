@@ -43,3 +43,15 @@ class CompileError(ConstrainedError, ValueError):
     """Tools cannot be compiled with these options: a tokenizer that lacks a
     marker the dialect needs as a single token, a ``tool_choice`` naming no
     tool, ``tool_choice="required"`` with no tools, an unknown option."""
+
+
+class ConstraintError(ConstrainedError, RuntimeError):
+    """The constraint was used in a way it cannot follow: logits of another
+    shape than its buffers, tokens fed to a finished sequence, a rollback
+    past the first token."""
+
+
+class GenerationError(ConstrainedError, RuntimeError):
+    """Generation cannot run as asked: beam search (sequences reordered
+    between steps), a model whose logits do not fit the tokenizer, a model
+    that cannot be loaded or converted."""

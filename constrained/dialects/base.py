@@ -9,9 +9,10 @@ one ``.lark`` file.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from importlib import resources
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterator, Sequence
 
 from ..frames import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
@@ -65,6 +66,32 @@ class Dialect(ABC):
     than the two :attr:`reasoning_tokens`."""
     python_literals: ClassVar[bool] = False
     """Whether the grammar lets raw values be ``True``/``False``/``None``."""
+    chat_prefix: ClassVar[str] = ""
+    """Text a conversation starts with (a BOS marker), for :meth:`chat_prompt`."""
+    chat_turn: ClassVar[str] = "<|im_start|>{role}\n{text}<|im_end|>\n"
+    """One turn of the family's chat format."""
+    chat_roles: ClassVar[dict[str, str]] = {}
+    """Role names the family spells differently (``assistant`` -> ``model``)."""
+
+    def chat_prompt(self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool]) -> str:
+        """A prompt in the family's own turn format, for a model whose
+        tokenizer has no chat template: the tool declarations as the system
+        turn, the messages, and the opening of the assistant's turn."""
+        system = [{"role": "system", "content": self.declare_tools(tools)}] if tools else []
+        text = self.chat_prefix
+        for message in system + list(messages):
+            role = str(message.get("role", "user"))
+            content = message.get("content")
+            body = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            text += self.chat_turn.format(role=self.chat_roles.get(role, role), text=body)
+        opening = self.chat_turn.split("{text}")[0]
+        return text + opening.format(role=self.chat_roles.get("assistant", "assistant"))
+
+    def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
+        """The tools as the system turn declares them: OpenAI function
+        definitions, one JSON object per line."""
+        lines = [json.dumps({"type": "function", "function": openai_function(t)}, ensure_ascii=False) for t in tools]
+        return "You can call these tools:\n" + "\n".join(lines)
 
     def grammar(self) -> str:
         """The fixed parts: ``grammars/<name>.lark``."""
@@ -120,6 +147,13 @@ class Dialect(ABC):
         order the grammar expects for ``key_order``."""
         order = self.trained_key_order if key_order in ("trained", "any") else key_order
         return arrange(arguments, tool.root, tool.schema, order)
+
+
+def openai_function(tool: NormalizedTool) -> dict[str, Any]:
+    """The OpenAI ``function`` object of a tool, as given."""
+    if tool.description:
+        return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    return {"name": tool.name, "parameters": tool.parameters}
 
 
 def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> Any:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import re
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter, ValueSyntax, gemma_syntax
 from ..schema.tool import NormalizedTool
-from .base import Dialect, Markers
+from .base import Dialect, Markers, openai_function
 from .segments import Malformed, Parsed, Partial, Value, held_back
 
 
@@ -28,12 +28,30 @@ class Gemma4(Dialect):
     required_tokens = ("<|tool_call>", "<tool_call|>", '<|"|>')
     end_tokens = ("<turn|>", "<eos>")
     call_end_tokens = ("<|tool_response>",)
+    chat_prefix = "<bos>"
+    chat_turn = "<|turn>{role}\n{text}<turn|>\n"
+    chat_roles = {"assistant": "model"}
     reasoning_tokens: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
     reasoning_markers: ClassVar[tuple[str, str] | None] = ("<|channel>thought\n", "<channel|>")
     call_separator = False
 
+    declaration_markers: ClassVar[tuple[str, str]] = ("<|tool>", "<tool|>")
+
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         return f"{literal(tool.name)} {emitter.value(tool.root)}"
+
+    def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
+        """Each tool as ``declaration:NAME{description:...,parameters:...}``
+        in Gemma's value syntax, keys sorted, between the declaration markers,
+        as the family's template writes them."""
+        opening, closing = self.declaration_markers
+        parts = []
+        for tool in tools:
+            function = openai_function(tool)
+            name = function.pop("name")
+            body = render_value(_sorted_keys(function), self.string_delimiter)
+            parts.append(f"{opening}declaration:{name}{body}{closing}")
+        return "".join(parts)
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         body = render_value(self.arranged(tool, arguments, key_order), self.string_delimiter)
@@ -91,8 +109,19 @@ class FunctionGemma(Gemma4):
     required_tokens = ("<start_function_call>", "<end_function_call>", "<escape>")
     end_tokens = ("<end_of_turn>", "<eos>")
     call_end_tokens = ("<start_function_response>",)
+    chat_turn = "<start_of_turn>{role}\n{text}<end_of_turn>\n"
+    chat_roles = {"assistant": "model", "system": "developer"}
     reasoning_tokens = ()
     reasoning_markers = None
+    declaration_markers = ("<start_function_declaration>", "<end_function_declaration>")
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(v) for v in value]
+    return value
 
 
 def render_value(value: Any, delimiter: str) -> str:

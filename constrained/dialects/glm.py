@@ -20,6 +20,8 @@ class Glm45(RawValueDialect):
     required_tokens = ("<tool_call>", "</tool_call>")
     end_tokens = ("<|user|>", "<|endoftext|>")
     call_end_tokens = ("<|observation|>", "<|endoftext|>")
+    chat_prefix = "[gMASK]<sop>"
+    chat_turn = "<|{role}|>\n{text}"
     reasoning_tokens = ("<think>", "</think>")
     newline = "\n"
 

@@ -1,0 +1,118 @@
+"""transformers generation hook: ``ToolCallLogitsProcessor``.
+
+``model.generate`` calls a logits processor with every row's tokens so far
+and the next-token scores; the processor feeds each row's newest token to the
+constraint and masks the scores in place. Its :meth:`stopping_criteria` ends a
+row as soon as its grammar is complete (transformers only knows the model's
+own end tokens, not the dialect's end-of-calls marker).
+
+Sampling, greedy search and batches work. Beam search reorders rows between
+steps, which a per-row constraint cannot follow; it is detected (a row whose
+previous token is not the one the constraint consumed) and raises
+:class:`~constrained.errors.GenerationError`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .constraint import OnViolation, ToolCallConstraint
+from .errors import GenerationError
+
+if TYPE_CHECKING:
+    import torch
+
+    from .compiler import CompiledTools
+
+
+class ToolCallLogitsProcessor:
+    """A transformers ``LogitsProcessor`` for ``model.generate``.
+
+    One processor serves one ``generate`` call at a time; it starts over when
+    it sees a new prompt (call :meth:`reset` to be explicit). Its
+    :attr:`constraint` holds the rows' states and violation events. ``enabled=False`` returns the scores untouched and
+    consumes nothing, so generation is exactly what it is without it.
+    """
+
+    def __init__(
+        self,
+        compiled: "CompiledTools",
+        *,
+        enabled: bool = True,
+        on_violation: OnViolation = "unconstrained",
+    ) -> None:
+        self.compiled = compiled
+        self.enabled = enabled
+        self.on_violation: OnViolation = on_violation
+        self.constraint: ToolCallConstraint | None = None
+        self._length = 0  # tokens per row (prompt included) the constraint has seen
+        self._last: list[int] = []  # each row's last consumed token
+        self._prompt_length = 0
+        self._prompt_end: list[int] = []  # each row's last prompt token
+
+    def __call__(self, input_ids: "torch.LongTensor", scores: "torch.FloatTensor") -> "torch.FloatTensor":
+        if not self.enabled:
+            return scores
+        constraint = self.sync(input_ids)
+        constraint.mask_logits(scores)
+        return scores
+
+    def sync(self, input_ids: "torch.Tensor") -> ToolCallConstraint:
+        """Feed the constraint every row's newest token it has not seen yet;
+        start over on a new prompt (a length that is not one more than last
+        time, or other tokens where the prompt ended)."""
+        batch, length = input_ids.shape
+        constraint = self.constraint
+        if constraint is None or constraint.batch_size != batch or length not in (self._length, self._length + 1):
+            return self._start(input_ids)
+        if length == self._length:
+            return constraint
+        previous, newest = zip(*input_ids[:, -2:].tolist())
+        expected = self._last or self._prompt_end
+        if list(previous) != expected:
+            if self._last and input_ids[:, self._prompt_length - 1].tolist() == self._prompt_end:
+                row = next(r for r, (a, b) in enumerate(zip(previous, expected)) if a != b)
+                raise GenerationError(
+                    f"row {row} was reordered between steps (its previous token is {previous[row]}, "
+                    f"the constraint consumed {expected[row]}): beam search is not supported; "
+                    "use greedy search or sampling (num_beams=1)"
+                )
+            return self._start(input_ids)
+        constraint.consume(newest)
+        self._last = list(newest)
+        self._length = length
+        return constraint
+
+    def reset(self) -> None:
+        """Forget the current generation (the next call starts over)."""
+        self.constraint = None
+        self._length = 0
+        self._last = []
+
+    def _start(self, input_ids: "torch.Tensor") -> ToolCallConstraint:
+        batch, length = input_ids.shape
+        self.constraint = ToolCallConstraint(self.compiled, batch, on_violation=self.on_violation)
+        self._length = self._prompt_length = length
+        self._prompt_end = input_ids[:, -1].tolist()
+        self._last = []
+        return self.constraint
+
+    def stopping_criteria(self) -> "ToolCallStoppingCriteria":
+        """A stopping criterion for the same ``generate`` call."""
+        return ToolCallStoppingCriteria(self)
+
+
+class ToolCallStoppingCriteria:
+    """Ends a row once its grammar is complete (or a violation stopped it).
+    Pass it as ``stopping_criteria=[processor.stopping_criteria()]``."""
+
+    def __init__(self, processor: ToolCallLogitsProcessor) -> None:
+        self.processor = processor
+
+    def __call__(self, input_ids: "torch.LongTensor", scores: Any, **kwargs: Any) -> "torch.BoolTensor":
+        import torch
+
+        if not self.processor.enabled or self.processor.constraint is None:
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        constraint = self.processor.sync(input_ids)
+        return torch.tensor(constraint.finished, dtype=torch.bool, device=input_ids.device)

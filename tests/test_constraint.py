@@ -1,0 +1,256 @@
+"""The sampling-time constraint (``ToolCallConstraint``) on CPU, without a
+model: the mask it applies is exactly llguidance's allowed set, allowed
+logits are untouched, padded vocabulary columns are masked, a steady-state
+step allocates nothing, and a forbidden token never leaves a row without an
+allowed token."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from constrained import compile_tools, load_tokenizer, render_tool_calls
+from constrained.compiler import CompiledTools
+from constrained.constraint import RowState, ToolCallConstraint
+from constrained.errors import ConstraintError
+from constrained.tokenizers import Tokenizer
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"],
+        },
+    },
+}
+CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+ENDS = {"gemma4": "<|tool_response>", "qwen3_coder": "<|im_end|>"}
+TOKENIZERS = {"gemma4": "gemma4", "qwen3_coder": "qwen3"}
+
+
+@functools.cache
+def tok(name: str) -> Tokenizer:
+    return load_tokenizer(name)
+
+
+def compiled(dialect: str = "gemma4", **options: Any) -> CompiledTools:
+    options.setdefault("tool_choice", "required")
+    return compile_tools([WEATHER], dialect, tok(TOKENIZERS[dialect]), **options)
+
+
+def call_tokens(dialect: str = "gemma4") -> list[int]:
+    """A complete output: one call and the dialect's end-of-calls token."""
+    t = tok(TOKENIZERS[dialect])
+    return t.encode(render_tool_calls([CALL], [WEATHER], dialect)) + [t.token_id(ENDS[dialect])]
+
+
+def llguidance_allowed(matcher: Any, vocab: int) -> np.ndarray:
+    """The allowed set straight from llguidance, for comparison."""
+    words = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32)
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab]
+    return bits.astype(bool)
+
+
+@pytest.mark.parametrize("dialect", ["gemma4", "qwen3_coder"])
+def test_mask_is_exactly_the_grammar_allowed_set_at_every_step(dialect: str) -> None:
+    ct = compiled(dialect)
+    vocab = ct.tokenizer.vocab_size
+    reference = ct.matcher()
+    constraint = ToolCallConstraint(ct, 1)
+    logits = torch.zeros(1, vocab)
+    for token in call_tokens(dialect):
+        logits.zero_()
+        constraint.mask_logits(logits)
+        expected = llguidance_allowed(reference, vocab)
+        assert np.array_equal(torch.isfinite(logits[0]).numpy(), expected)
+        assert expected[token]
+        assert reference.consume_token(token)
+        constraint.consume([token])
+    assert constraint.is_finished(0) and constraint.state(0) is RowState.FINISHED
+    assert constraint.events == []
+
+
+def test_finished_row_allows_only_end_of_generation_tokens() -> None:
+    ct = compiled()
+    constraint = ToolCallConstraint(ct, 1)
+    constraint.consume_row(0, call_tokens())
+    logits = torch.zeros(1, ct.tokenizer.vocab_size)
+    constraint.mask_logits(logits)
+    assert sorted(torch.isfinite(logits[0]).nonzero().flatten().tolist()) == sorted(ct.tokenizer.eos_token_ids)
+    with pytest.raises(ConstraintError, match="takes no more tokens"):
+        constraint.consume_row(0, [5000])
+
+
+def test_allowed_logits_keep_their_exact_values_and_forbidden_ones_become_minus_inf() -> None:
+    ct = compiled()
+    constraint = ToolCallConstraint(ct, 1)
+    tokens = call_tokens()
+    constraint.consume_row(0, tokens[: tokens.index(ct.tokenizer.token_id('<|"|>')) + 1])  # inside a string
+    generator = torch.Generator().manual_seed(0)
+    original = torch.randn(1, ct.tokenizer.vocab_size, generator=generator) * 30
+    original[0, :50] = float("inf")  # extreme logits among forbidden tokens
+    original[0, 50:60] = -0.0
+    logits = original.clone()
+    constraint.mask_logits(logits)
+    allowed = torch.from_numpy(llguidance_allowed(constraint._matchers[0], ct.tokenizer.vocab_size))
+    assert allowed.sum() > 1000
+    assert torch.equal(logits[0, allowed], original[0, allowed])
+    assert torch.all(logits[0, ~allowed] == float("-inf"))
+    assert not torch.isnan(logits).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_logits_wider_than_the_vocabulary_are_masked_past_it(dtype: torch.dtype) -> None:
+    ct = compiled()
+    vocab = ct.tokenizer.vocab_size
+    constraint = ToolCallConstraint(ct, 2)
+    logits = torch.zeros(2, vocab + 100, dtype=dtype)
+    constraint.mask_logits(logits)
+    assert torch.all(logits[:, vocab:] == float("-inf"))
+    assert torch.isfinite(logits[:, :vocab]).sum() >= 2
+
+
+def test_logits_narrower_than_the_end_tokens_are_refused() -> None:
+    constraint = ToolCallConstraint(compiled("qwen3_coder"), 1)
+    with pytest.raises(ConstraintError, match="use the model's own tokenizer"):
+        constraint.mask_logits(torch.zeros(1, 1000))
+
+
+def test_buffers_are_fixed_after_the_first_call() -> None:
+    ct = compiled()
+    constraint = ToolCallConstraint(ct, 1)
+    constraint.mask_logits(torch.zeros(1, ct.tokenizer.vocab_size))
+    with pytest.raises(ConstraintError, match="make a new constraint"):
+        constraint.mask_logits(torch.zeros(1, ct.tokenizer.vocab_size, dtype=torch.float16))
+    with pytest.raises(ConstraintError, match="make a new constraint"):
+        constraint.mask_logits(torch.zeros(2, ct.tokenizer.vocab_size))
+    with pytest.raises(ConstraintError, match="prepare"):
+        ToolCallConstraint(ct, 1).fill_masks()
+
+
+def test_rows_of_a_batch_are_independent_and_match_single_rows() -> None:
+    ct = compiled()
+    vocab = ct.tokenizer.vocab_size
+    tokens = call_tokens()
+    batch = ToolCallConstraint(ct, 3)
+    singles = [ToolCallConstraint(ct, 1) for _ in range(3)]
+    # Row r lags r tokens behind row 0.
+    for step in range(len(tokens)):
+        chosen = [tokens[step - r] if step >= r else None for r in range(3)]
+        for r, token in enumerate(chosen):
+            if token is not None:
+                batch.consume_row(r, [token])
+                singles[r].consume_row(0, [token])
+        logits = torch.zeros(3, vocab)
+        batch.mask_logits(logits)
+        for r in range(3):
+            single = torch.zeros(1, vocab)
+            singles[r].mask_logits(single)
+            assert torch.equal(logits[r], single[0])
+
+
+def test_steady_state_step_allocates_nothing() -> None:
+    """The promise of issue 5: after the first call, filling and applying the
+    mask over 100 steps records no memory allocation in torch's profiler."""
+    ct = compiled("qwen3_coder")
+    constraint = ToolCallConstraint(ct, 4)
+    logits = torch.randn(4, 151936)
+    constraint.mask_logits(logits)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        for _ in range(100):
+            constraint.mask_logits(logits)
+    allocations = [e for e in prof.events() if e.cpu_memory_usage != 0]
+    ops = {e.name for e in prof.events()}
+    assert {"aten::index_select", "aten::minimum"} <= ops  # the profiler saw the apply step
+    assert allocations == []
+
+
+def test_a_forbidden_token_releases_the_row_and_is_reported() -> None:
+    ct = compiled()
+    vocab = ct.tokenizer.vocab_size
+    constraint = ToolCallConstraint(ct, 2)
+    forbidden = ct.tokenizer.encode("hello")[0]
+    first = call_tokens()[0]
+    constraint.consume([first, forbidden])
+    assert constraint.state(0) is RowState.ACTIVE and constraint.state(1) is RowState.RELEASED
+    [event] = constraint.events
+    assert (event.row, event.position, event.token_id) == (1, 0, forbidden)
+    assert "not allowed" in str(event)
+    logits = torch.randn(2, vocab)
+    original = logits.clone()
+    constraint.mask_logits(logits)
+    assert torch.equal(logits[1], original[1])  # unconstrained: untouched
+    assert not torch.isnan(logits).any() and torch.isfinite(logits).any(dim=1).all()
+    constraint.consume([call_tokens()[1], 7])  # the released row takes anything
+    assert len(constraint.events) == 1
+
+
+def test_on_violation_stop_leaves_only_end_tokens() -> None:
+    ct = compiled()
+    constraint = ToolCallConstraint(ct, 1, on_violation="stop")
+    constraint.consume([ct.tokenizer.encode("hello")[0]])
+    assert constraint.state(0) is RowState.STOPPED and constraint.is_finished(0)
+    logits = torch.randn(1, ct.tokenizer.vocab_size)
+    constraint.mask_logits(logits)
+    assert sorted(torch.isfinite(logits[0]).nonzero().flatten().tolist()) == sorted(ct.tokenizer.eos_token_ids)
+
+
+def test_an_end_token_fed_too_early_is_a_violation_not_an_error_state() -> None:
+    ct = compiled()
+    end = ct.tokenizer.token_id("<|tool_response>")
+    constraint = ToolCallConstraint(ct, 1)
+    constraint.consume([call_tokens()[0]])
+    constraint.consume([end])
+    assert constraint.state(0) is RowState.RELEASED
+    constraint.rollback(1)  # back over the violation: the grammar governs again
+    assert constraint.state(0) is RowState.ACTIVE
+    constraint.consume_row(0, call_tokens()[1:])
+    assert constraint.state(0) is RowState.FINISHED
+
+
+def test_rollback_restores_the_mask() -> None:
+    ct = compiled()
+    vocab = ct.tokenizer.vocab_size
+    tokens = call_tokens()
+    constraint = ToolCallConstraint(ct, 1)
+    constraint.consume_row(0, tokens[:4])
+    before = torch.zeros(1, vocab)
+    constraint.mask_logits(before)
+    constraint.consume_row(0, tokens[4:])
+    assert constraint.is_finished(0)
+    constraint.rollback(len(tokens) - 4)
+    assert constraint.state(0) is RowState.ACTIVE
+    after = torch.zeros(1, vocab)
+    constraint.mask_logits(after)
+    assert torch.equal(before, after)
+    with pytest.raises(ConstraintError, match="cannot roll back"):
+        constraint.rollback(5)
+
+
+def test_forced_tokens_are_the_grammar_fixed_text() -> None:
+    ct = compiled(tool_choice="get_weather", reasoning=False)
+    constraint = ToolCallConstraint(ct, 1)
+    forced = constraint.forced_tokens(0)
+    # Keys in alphabetical order (gemma4's trained order): required city first.
+    assert ct.tokenizer.decode(forced) == '<|tool_call>call:get_weather{city:<|"|>'
+    constraint.consume_row(0, forced)
+    assert constraint.forced_tokens(0) == []  # the string's text is the model's
+    with_reasoning = ToolCallConstraint(compiled(tool_choice="get_weather"), 1)
+    assert with_reasoning.forced_tokens(0) == []  # the reasoning block may open first
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        ToolCallConstraint(compiled(), 0)
+    with pytest.raises(ValueError, match="on_violation"):
+        ToolCallConstraint(compiled(), 1, on_violation="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="one token per row"):
+        ToolCallConstraint(compiled(), 2).consume([1])
