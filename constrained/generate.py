@@ -39,6 +39,8 @@ class GenerationStats:
     """Tokens appended by fast-forward, without sampling."""
     forward_passes: int
     seconds: float
+    prefill_seconds: float
+    """Time of the first forward pass (the prompt, and forced tokens after it)."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def generate(
         compiled = compile_tools(tools, dialect=dialect, tokenizer=tok, tool_choice=tool_choice,
                                  parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
     batch_input = _is_batch(prompt_or_messages)
-    prompts = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[list-item]
+    prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
     texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
     sampler = _Sampler(do_sample, temperature, top_k, top_p, seed)
     loop = _Loop(model, tok, compiled, len(texts), constrain, on_violation, sampler, fast_forward)
@@ -211,6 +213,7 @@ class _Loop:
         outputs: list[list[int]] = [[] for _ in prompts]
         done = [False] * self.batch
         forced_total = passes = 0
+        prefill = 0.0
         cache = None
         pending = ids
         started = time.perf_counter()
@@ -232,6 +235,8 @@ class _Loop:
                 **{self.cache_argument: cache},
             )
             passes += 1
+            if passes == 1:
+                prefill = time.perf_counter() - started
             cache = out[self.cache_argument]
             logits = out.logits[:, -1, :]
             if self.constraint is not None:
@@ -250,8 +255,8 @@ class _Loop:
             attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
         seconds = time.perf_counter() - started
         return [
-            self._result(r, outputs[r], len(prompts[r]), forced_total, passes, seconds, max_new_tokens)
-            for r in range(self.batch)
+            self._result(r, outputs[r], GenerationStats(len(p), len(outputs[r]), forced_total, passes, seconds, prefill))
+            for r, p in enumerate(prompts)
         ]
 
     def _forced(self, done: list[bool], outputs: list[list[int]], max_new_tokens: int) -> list[list[int]]:
@@ -281,9 +286,7 @@ class _Loop:
             return True
         return token in self.end_ids
 
-    def _result(
-        self, row: int, output: list[int], prompt_tokens: int, forced: int, passes: int, seconds: float, limit: int
-    ) -> GenerationResult:
+    def _result(self, row: int, output: list[int], stats: GenerationStats) -> GenerationResult:
         body = output[:-1] if output and output[-1] in self.end_ids else output
         text = self.tok.decode(body)
         parsed = parse_tool_calls(text, list(self.compiled.tools), dialect=self.compiled.dialect)
@@ -298,5 +301,5 @@ class _Loop:
             reasoning=parsed.reasoning,
             finished=finished,
             events=events,
-            stats=GenerationStats(prompt_tokens, len(output), forced, passes, seconds),
+            stats=stats,
         )

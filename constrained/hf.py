@@ -110,7 +110,7 @@ class ToolCallStoppingCriteria:
     def __init__(self, processor: ToolCallLogitsProcessor) -> None:
         self.processor = processor
 
-    def __call__(self, input_ids: "torch.LongTensor", scores: Any, **kwargs: Any) -> "torch.BoolTensor":
+    def __call__(self, input_ids: "torch.Tensor", scores: Any, **kwargs: Any) -> "torch.Tensor":
         import torch
 
         if not self.processor.enabled or self.processor.constraint is None:

@@ -126,7 +126,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     from transformers import AutoModelForCausalLM
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+        model: Any = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
     except ImportError as e:
         raise GenerationError(f"converting the default model needs the gguf package: {_GGUF_HINT}") from e
     _copy_marker_rows(model, load_tokenizer("gemma4"))

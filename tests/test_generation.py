@@ -265,3 +265,43 @@ def test_seeded_sampling_repeats_and_stays_valid(lm: LoadedModel) -> None:
 def test_generate_needs_a_dialect_for_plain_tools(lm: LoadedModel) -> None:
     with pytest.raises(GenerationError, match="needs a dialect"):
         generate(lm.model, lm.tokenizer, "hi", case_tools(CASES[0]))
+
+
+CHAT_TEMPLATE = (
+    "<bos>{% if tools %}<|turn>system\nTools: {% for t in tools %}{{ t.function.name }} {% endfor %}<turn|>\n{% endif %}"
+    "{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|turn>model\n{% endif %}"
+)
+
+
+def test_cli_generate_runs_a_local_model_folder_with_its_chat_template(
+    lm: LoadedModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--model PATH``: a transformers folder (here the converted default
+    model's files beside a saved tokenizer with a chat template)."""
+    source = converted_default_model()
+    assert source is not None
+    for item in source.iterdir():
+        (tmp_path / item.name).symlink_to(item)
+    hf = lm.tokenizer.hf
+    hf.chat_template = CHAT_TEMPLATE
+    try:
+        hf.save_pretrained(tmp_path)
+    finally:
+        hf.chat_template = None
+    tools = str(CORPUS / "time.tools.json")
+    assert main(["generate", tools, "--model", str(tmp_path), "--prompt", "hi"]) == 2
+    assert "--dialect" in capsys.readouterr().err
+    code = main(["generate", str(CORPUS / "time.tools.json"), "--model", str(tmp_path), "--dialect", "gemma4",
+                 "--prompt", "What time is it now in Tokyo? The timezone is Asia/Tokyo.",
+                 "--tool-choice", "get_current_time", "--no-reasoning", "--max-new-tokens", "64"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"] == tmp_path.name and out["errors"] == []
+    assert [c["function"]["name"] for c in out["tool_calls"]] == ["get_current_time"]
+
+
+def test_cli_generate_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["generate", str(CORPUS / "time.tools.json"), "--model", str(tmp_path), "--prompt", "hi"])
+    assert code == 2
+    assert "not a transformers model directory" in capsys.readouterr().err
