@@ -3,7 +3,7 @@ valid-call rate and decoding speed, unconstrained vs constrained, side by
 side in one run on the same prompts (``tests/data/generation_cases.json``,
 26 cases over 24 corpus MCP tools, ``tool_choice`` required or named).
 
-    python bench/generation.py [--max-new-tokens 96] [--out bench/GENERATION.md]
+    python bench/generation.py [--max-new-tokens 128] [--out bench/GENERATION.md]
 
 Modes, all greedy:
 - ``loop, unconstrained``: ``constrained.generate(constrain=False)``, the
@@ -69,28 +69,33 @@ def valid(text: str, case: dict[str, Any], tools: list[Any]) -> bool:
 
 class Totals:
     def __init__(self) -> None:
-        self.valid = self.tokens = self.passes = 0
+        self.valid = self.finished = self.tokens = self.passes = 0
         self.decode_seconds = 0.0
 
-    def add(self, ok: bool, tokens: int, passes: int, decode_seconds: float) -> None:
+    def add(self, ok: bool, finished: bool, tokens: int, passes: int, decode_seconds: float) -> None:
         self.valid += ok
+        self.finished += finished
         self.tokens += tokens
         self.passes += passes
         self.decode_seconds += decode_seconds
 
 
-def run_loop(lm: Any, max_new: int, **options: Any) -> Callable[[dict[str, Any]], tuple[bool, int, int, float]]:
-    def run(case: dict[str, Any]) -> tuple[bool, int, int, float]:
+Run = Callable[[dict[str, Any]], tuple[bool, bool, int, int, float]]
+
+
+def run_loop(lm: Any, max_new: int, **options: Any) -> Run:
+    def run(case: dict[str, Any]) -> tuple[bool, bool, int, int, float]:
         tools = case_tools(case)
         ct = compile_tools(tools, "gemma4", lm.tokenizer, tool_choice=case["tool_choice"], reasoning=False)
         result = generate(lm.model, lm.tokenizer, case["prompt"], ct, max_new_tokens=max_new, **options)
         stats = result.stats
-        return valid(result.text, case, tools), stats.new_tokens, stats.forward_passes, stats.seconds - stats.prefill_seconds
+        decode = stats.seconds - stats.prefill_seconds
+        return valid(result.text, case, tools), result.finished, stats.new_tokens, stats.forward_passes, decode
 
     return run
 
 
-def run_hf(lm: Any, max_new: int, with_processor: bool) -> Callable[[dict[str, Any]], tuple[bool, int, int, float]]:
+def run_hf(lm: Any, max_new: int, with_processor: bool) -> Run:
     end_ids = set(lm.tokenizer.eos_token_ids)
 
     def timed(ids: torch.Tensor, new: int, extra: dict[str, Any]) -> tuple[list[int], float]:
@@ -98,7 +103,7 @@ def run_hf(lm: Any, max_new: int, with_processor: bool) -> Callable[[dict[str, A
         out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, do_sample=False, **extra)
         return out[0, ids.shape[1] :].tolist(), time.perf_counter() - started
 
-    def run(case: dict[str, Any]) -> tuple[bool, int, int, float]:
+    def run(case: dict[str, Any]) -> tuple[bool, bool, int, int, float]:
         tools = case_tools(case)
         ct = compile_tools(tools, "gemma4", lm.tokenizer, tool_choice=case["tool_choice"], reasoning=False)
         ids = torch.tensor([lm.tokenizer.encode(build_prompt(case["prompt"], ct))])
@@ -109,15 +114,17 @@ def run_hf(lm: Any, max_new: int, with_processor: bool) -> Callable[[dict[str, A
                      "stopping_criteria": StoppingCriteriaList([processor.stopping_criteria()])}
         _, prefill = timed(ids, 1, {})
         tokens, seconds = timed(ids, max_new, extra)
-        body = tokens[:-1] if tokens and tokens[-1] in end_ids else tokens
-        return valid(lm.tokenizer.decode(body), case, tools), len(tokens), len(tokens), max(seconds - prefill, 1e-9)
+        finished = bool(tokens) and tokens[-1] in end_ids
+        body = tokens[:-1] if finished else tokens
+        decode = max(seconds - prefill, 1e-9)
+        return valid(lm.tokenizer.decode(body), case, tools), finished, len(tokens), len(tokens), decode
 
     return run
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--out", default=str(ROOT / "bench" / "GENERATION.md"))
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -147,14 +154,16 @@ def main() -> int:
         f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads, "
         f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}.",
         "",
-        "| mode | valid calls | generated tokens | forward passes | decode tokens/s | vs its unconstrained loop |",
-        "|---|---|---|---|---|---|",
+        "| mode | valid calls | finished in budget | generated tokens | forward passes | decode tokens/s "
+        "| vs its unconstrained loop |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, t in totals.items():
         rate = t.tokens / t.decode_seconds
         reference = hf_rate if name.startswith("HF") else base_rate
         lines.append(
-            f"| {name} | {t.valid}/{len(CASES)} | {t.tokens} | {t.passes} | {rate:.1f} | {rate / reference:.2f}x |"
+            f"| {name} | {t.valid}/{len(CASES)} | {t.finished}/{len(CASES)} | {t.tokens} | {t.passes} | {rate:.1f} "
+            f"| {rate / reference:.2f}x |"
         )
     lines += [
         "",

@@ -19,6 +19,7 @@ leaves a row without an allowed token.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Sequence
@@ -76,7 +77,8 @@ class ToolCallConstraint:
     with the chosen token of every row. :meth:`forced_tokens` gives the
     tokens the grammar forces next (fast-forward), :meth:`consume_row` feeds
     several tokens to one row, :meth:`rollback` takes tokens back
-    (speculative decoding).
+    (speculative decoding). ``num_threads`` sets the threads that fill a
+    batch's masks (llguidance's default: 80% of the CPUs, at most 32).
     """
 
     def __init__(
@@ -91,8 +93,6 @@ class ToolCallConstraint:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if on_violation not in ON_VIOLATION:
             raise ValueError(f"on_violation must be one of {ON_VIOLATION}, got {on_violation!r}")
-        import llguidance
-
         self.compiled = compiled
         self.batch_size = batch_size
         self.on_violation: OnViolation = on_violation
@@ -104,7 +104,7 @@ class ToolCallConstraint:
         self._unmatched = [0] * batch_size  # tokens fed after a violation, incl. the forbidden one
         self._ended = [False] * batch_size  # the last token held is an end token (not in the matcher)
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
-        self._executor = llguidance.LLExecutor(num_threads) if batch_size > 1 else None
+        self._executor = _executor(num_threads) if batch_size > 1 else None
         self._words = (self.vocab_size + 31) // 32
         self._buffers: _Buffers | None = None
 
@@ -291,6 +291,21 @@ class ToolCallConstraint:
     def __repr__(self) -> str:
         states = ", ".join(state.value for state in self._states)
         return f"ToolCallConstraint({self.compiled.dialect!r}, batch_size={self.batch_size}, rows=[{states}])"
+
+
+_executors: dict[int | None, Any] = {}
+_executors_lock = threading.Lock()
+
+
+def _executor(num_threads: int | None) -> Any:
+    """One ``llguidance.LLExecutor`` (a thread pool) per thread count,
+    shared by every constraint of the process."""
+    with _executors_lock:
+        if num_threads not in _executors:
+            import llguidance
+
+            _executors[num_threads] = llguidance.LLExecutor(num_threads)
+        return _executors[num_threads]
 
 
 class _Buffers:

@@ -105,6 +105,8 @@ def generate(
     """
     import torch
 
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
     if isinstance(tools, CompiledTools):
         compiled = tools
@@ -242,13 +244,14 @@ class _Loop:
             if self.constraint is not None:
                 self.constraint.mask_logits(logits)
             chosen = self.sampler(logits).tolist()
-            chosen = [self.pad_id if done[r] else t for r, t in enumerate(chosen)]
-            if self.constraint is not None:
-                self.constraint.consume(chosen)
             for r, token in enumerate(chosen):
-                if not done[r]:
-                    outputs[r].append(token)
-                    done[r] = self._ended(r, token) or len(outputs[r]) >= max_new_tokens
+                if done[r]:
+                    chosen[r] = self.pad_id  # a finished row is fed padding, as transformers does
+                    continue
+                if self.constraint is not None:
+                    self.constraint.consume_row(r, [token])
+                outputs[r].append(token)
+                done[r] = self._ended(r, token) or len(outputs[r]) >= max_new_tokens
             if all(done):
                 break
             pending = torch.tensor(chosen, device=device).unsqueeze(1)

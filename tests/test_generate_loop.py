@@ -1,0 +1,104 @@
+"""``constrained.generate``'s loop with a scripted stand-in for a model, so
+that the bookkeeping (batches, token budget, fast-forward, end tokens) is
+checked in milliseconds. The real model is in ``test_generation.py``."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+
+from constrained import compile_tools, generate, load_tokenizer
+from constrained.compiler import CompiledTools
+from constrained.tokenizers import Tokenizer
+
+NOTE = {
+    "name": "note",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+}
+
+
+@functools.cache
+def tok() -> Tokenizer:
+    return load_tokenizer("gemma4")
+
+
+@functools.cache
+def compiled() -> CompiledTools:
+    return compile_tools([NOTE], "gemma4", tok(), tool_choice="note", parallel_tool_calls=False, reasoning=False)
+
+
+@dataclass
+class _Output:
+    logits: torch.Tensor
+    past_key_values: Any
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+class ScriptedModel:
+    """Scores one preferred token per row: a row whose prompt mentions
+    "short" closes the string after two ``x``; any other row writes ``x``
+    forever. Counts forward passes and the tokens they were fed."""
+
+    device = torch.device("cpu")
+    generation_config = None
+
+    def __init__(self) -> None:
+        self.fed: list[int] = []
+        self.x = tok().encode("x")[0]
+        self.quote = tok().token_id('<|"|>')
+        self.short = tok().encode(" short")[0]
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
+                use_cache: bool, logits_to_keep: int, past_key_values: Any = None) -> _Output:
+        history = input_ids if past_key_values is None else torch.cat([past_key_values, input_ids], dim=1)
+        self.fed.append(input_ids.shape[1])
+        logits = torch.zeros(input_ids.shape[0], 1, tok().vocab_size)
+        for row, ids in enumerate(history.tolist()):
+            closes = self.short in ids and ids[-2:] == [self.x, self.x]
+            logits[row, 0, self.quote if closes else self.x] = 10.0
+        return _Output(logits, history)
+
+    __call__ = forward
+
+
+def test_a_row_out_of_budget_stops_cleanly_while_others_finish() -> None:
+    model = ScriptedModel()
+    long_row, short_row = generate(model, tok(), ["write long", "write short"], compiled(), max_new_tokens=20)  # type: ignore[misc]
+    assert short_row.finished and short_row.tool_calls and short_row.errors == []
+    assert short_row.tool_calls[0]["function"]["arguments"] == '{"text": "xx"}'
+    assert not long_row.finished and len(long_row.token_ids) == 20
+    assert long_row.events == [] and short_row.events == []  # no padding fed to a live row
+    assert [e.reason for e in long_row.errors] and not long_row.tool_calls  # cut off: no call
+
+
+def test_fast_forward_feeds_forced_tokens_with_the_prompt_and_after_the_string() -> None:
+    model = ScriptedModel()
+    result = generate(model, tok(), "write short", compiled(), max_new_tokens=40)
+    assert not isinstance(result, list) and result.stats is not None
+    text = result.text
+    assert text == '<|tool_call>call:note{text:<|"|>xx<|"|>}<tool_call|>'
+    forced_prefix = len(tok().encode('<|tool_call>call:note{text:<|"|>'))
+    assert model.fed[0] == result.stats.prompt_tokens + forced_prefix  # prompt and forced prefix in one pass
+    assert result.stats.forward_passes == len(model.fed) < len(result.token_ids)
+    slow = ScriptedModel()
+    same = generate(slow, tok(), "write short", compiled(), max_new_tokens=40, fast_forward=False)
+    assert not isinstance(same, list) and same.token_ids == result.token_ids
+    assert len(slow.fed) == len(same.token_ids)
+
+
+def test_unconstrained_loop_runs_the_model_as_it_is() -> None:
+    result = generate(ScriptedModel(), tok(), "write long", compiled(), max_new_tokens=5, constrain=False)
+    assert not isinstance(result, list)
+    assert result.token_ids == [tok().encode("x")[0]] * 5 and result.stats is not None
+    assert result.stats.forced_tokens == 0
+
+
+def test_bad_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generate(ScriptedModel(), tok(), "hi", compiled(), max_new_tokens=0)
