@@ -33,6 +33,8 @@ Prompt = Union[str, Messages]
 
 @dataclass(frozen=True)
 class GenerationStats:
+    """What one generation cost: tokens in and out, passes, seconds."""
+
     prompt_tokens: int
     new_tokens: int
     forced_tokens: int
