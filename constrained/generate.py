@@ -171,8 +171,8 @@ class _Sampler:
             scores = scores.masked_fill(scores < kth, float("-inf"))
         if self.top_p < 1.0:
             ordered, order = torch.sort(scores, descending=True, dim=-1)
-            cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
-            drop = cumulative - ordered.softmax(dim=-1) > self.top_p
+            probs = ordered.softmax(dim=-1)
+            drop = probs.cumsum(dim=-1) - probs > self.top_p  # keep the smallest head reaching top_p
             scores = scores.scatter(-1, order, ordered.masked_fill(drop, float("-inf")))
         probs = scores.softmax(dim=-1).cpu()
         return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1).to(logits.device)

@@ -102,3 +102,11 @@ def test_unconstrained_loop_runs_the_model_as_it_is() -> None:
 def test_bad_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="max_new_tokens"):
         generate(ScriptedModel(), tok(), "hi", compiled(), max_new_tokens=0)
+
+
+def test_top_p_keeps_the_smallest_head_of_tokens_reaching_p() -> None:
+    from constrained.generate import _Sampler
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    seen = {p: {int(_Sampler(True, 1.0, 0, p, seed)(logits)) for seed in range(300)} for p in (0.45, 0.7, 0.85)}
+    assert seen == {0.45: {0}, 0.7: {0, 1}, 0.85: {0, 1, 2}}
