@@ -1,7 +1,7 @@
 """End-to-end generation on the real default model (Gemma 3 270M, CPU):
 valid-call rate and decoding speed, unconstrained vs constrained, side by
 side in one run on the same prompts (``tests/data/generation_cases.json``,
-26 cases over 24 corpus MCP tools, ``tool_choice`` required or named).
+26 cases declaring 29 corpus MCP tools, ``tool_choice`` required or named).
 
     python bench/generation.py [--max-new-tokens 128] [--out bench/GENERATION.md]
 

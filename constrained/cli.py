@@ -202,7 +202,7 @@ def _generate(args: argparse.Namespace) -> int:
     from .models import DEFAULT_MODEL, converted_default_model, load_model
 
     if args.model == DEFAULT_MODEL and converted_default_model() is None:
-        print("constrained: converting the default model once (about a minute); it is cached after", file=sys.stderr)
+        print("constrained: converting the default model once (about 40 s); it is cached after", file=sys.stderr)
     loaded = load_model(args.model, dialect=args.dialect)
     if loaded.dialect is None:
         raise GenerationError(f"--model {args.model}: say which tool-call syntax it writes with --dialect")
