@@ -25,6 +25,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from .errors import ConstraintError
+from .text_masks import frame_trackers
 
 if TYPE_CHECKING:
     import torch
@@ -104,7 +105,11 @@ class ToolCallConstraint:
         self._unmatched = [0] * batch_size  # tokens fed after a violation, incl. the forbidden one
         self._ended = [False] * batch_size  # the last token held is an end token (not in the matcher)
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
+        self._trackers = frame_trackers(compiled, batch_size)
+        self._history: list[list[tuple[object, ...]]] = [[] for _ in range(batch_size)]
         self._executor = _executor(num_threads) if batch_size > 1 else None
+        self.precomputed_rows = 0
+        """Masks filled from precomputed raw-text rows (the rest by llguidance)."""
         self._words = (self.vocab_size + 31) // 32
         self._buffers: _Buffers | None = None
 
@@ -131,6 +136,8 @@ class ToolCallConstraint:
         a choice, or when the row is not governed by the grammar)."""
         if self._states[row] is not RowState.ACTIVE:
             return []
+        if self._trackers is not None and self._trackers[row].in_text_frame:
+            return []  # raw text of any content: never a single choice
         return list(self._matchers[row].compute_ff_tokens())
 
     # -- feeding tokens ----------------------------------------------------
@@ -164,6 +171,9 @@ class ToolCallConstraint:
             return
         if self._accepts(row, token):
             self._consumed[row] += 1
+            if self._trackers is not None and not self._ended[row]:
+                self._history[row].append(self._trackers[row].snapshot())
+                self._trackers[row].feed(token)
             if self._ended[row] or self._matchers[row].is_stopped():
                 self._states[row] = RowState.FINISHED
             return
@@ -213,6 +223,10 @@ class ToolCallConstraint:
                 matched -= 1
             if matched and not self._matchers[r].rollback(matched):
                 raise ConstraintError(f"sequence {r}: llguidance could not roll back {matched} tokens")
+            if matched and self._trackers is not None:
+                history = self._history[r]
+                self._trackers[r].restore(history[-matched])
+                del history[-matched:]
             self._consumed[r] -= matched
             if self._unmatched[r] == 0:
                 stopped = self._ended[r] or self._matchers[r].is_stopped()
@@ -238,7 +252,12 @@ class ToolCallConstraint:
         active = []
         for row, state in enumerate(self._states):
             if state is RowState.ACTIVE:
-                active.append((self._matchers[row], row))
+                tracker = self._trackers[row] if self._trackers is not None else None
+                if tracker is not None and tracker.in_text_frame:
+                    tracker.fill(buffers.host_words[row], self._matchers[row].validate_tokens)
+                    self.precomputed_rows += 1
+                else:
+                    active.append((self._matchers[row], row))
             elif state is RowState.RELEASED:
                 host[row].fill_(-1)
             else:
@@ -315,6 +334,7 @@ class _Buffers:
         self.__dict__.update(tensors)
 
     host_bits: "torch.Tensor"
+    host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
     device_bits: "torch.Tensor"
     end_only: "torch.Tensor"
     byte_table: "torch.Tensor"
@@ -358,6 +378,7 @@ class _Buffers:
         table.masked_fill_(bits, float("inf"))
         return cls(
             host_bits=host,
+            host_words=host.numpy().view("uint32"),
             device_bits=host if not pinned else torch.zeros((batch, words), dtype=torch.int32, device=device),
             end_only=end_only,
             byte_table=table.to(device),

@@ -58,7 +58,7 @@ from constrained.schema.values import frame_accepts, pattern_matches
 from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
 
-from corpus import CORPUS, bfcl_functions, mcp_tools
+from corpus import CORPUS, BfclEntry, bfcl_entries, bfcl_functions, mcp_tools
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
@@ -81,41 +81,6 @@ BFCL_INVALID = {
     "simple_200",  # required fuel_efficiency has only "" (omitted) as acceptable value
 }
 BFCL_CLOSED_BY_STRICT = {"parallel_multiple_26"}  # key "type" is not declared by bank.calculate_balance
-
-
-def chosen(value: Any) -> Any:
-    """A ground-truth value: nested objects hold lists of acceptable values too."""
-    if isinstance(value, dict):
-        return {key: chosen(options[0]) for key, options in value.items() if options[0] != ""}
-    if isinstance(value, (list, tuple)):
-        return [chosen(item) for item in value]
-    return value
-
-
-@dataclass(frozen=True)
-class BfclEntry:
-    id: str
-    functions: list[dict[str, Any]]
-    calls: list[tuple[str, dict[str, Any]]]
-
-
-@lru_cache(maxsize=None)
-def bfcl_entries() -> tuple[BfclEntry, ...]:
-    entries = []
-    for path in sorted((CORPUS / "bfcl").glob("BFCL_v3_*.json")):
-        answers = {}
-        for line in (CORPUS / "bfcl" / "possible_answer" / path.name).read_text().splitlines():
-            answer = json.loads(line)
-            answers[answer["id"]] = answer["ground_truth"]
-        for line in path.read_text().splitlines():
-            entry = json.loads(line)
-            calls = [
-                (name, {key: chosen(options[0]) for key, options in params.items() if options[0] != ""})
-                for call in answers[entry["id"]]
-                for name, params in call.items()
-            ]
-            entries.append(BfclEntry(entry["id"], entry["function"], calls))
-    return tuple(entries)
 
 
 def bfcl_fact(entry: BfclEntry, tools: dict[str, NormalizedTool]) -> tuple[str, str] | None:

@@ -3,13 +3,14 @@ for the rest. GLM-4.7 writes the same bytes without the newlines."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..grammar.lark import literal
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Markers
-from .raw_values import RawValueDialect, RawValues, raw_text
+from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text
 from .segments import Malformed, Partial, Raw, Value, held_back
 
 
@@ -55,11 +56,26 @@ class Glm45(RawValueDialect):
             close = f"</arg_value>{newline}"
             return RawValues(f"ARG_TEXT? {close}", close, None, None, python_literals=False)
         return RawValues(
-            f"ARG_TEXT_CLOSED{newline}",
+            f"arg_text_closed{newline}",
             f'"</arg_value>"{newline}',
             "</arg_value>" + self.newline,
             "(?s:.*</arg_value>.*)",
             python_literals=False,
+        )
+
+    def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
+        nl = re.escape(self.newline.encode())
+        special = markers.is_token("</arg_value>")
+        return RawTextSyntax(
+            call_open="<tool_call>",
+            call_close="</tool_call>",
+            opening=re.compile(
+                rb"(?:(?P<tool>[^<\n]+)|)" + nl + rb"<arg_key>(?P<key>[^<\n]+)</arg_key>" + nl + rb"<arg_value>"
+            ),
+            close="</arg_value>",
+            close_is_token=special,
+            close_at_start=True,
+            json_may_hold_close=not special,
         )
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:

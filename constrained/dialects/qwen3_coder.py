@@ -16,7 +16,7 @@ from ..grammar.lark import literal, literals
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Markers
-from .raw_values import RawValueDialect, RawValues, raw_text
+from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text
 from .segments import Malformed, Partial, Raw, Value, held_back
 
 CLOSE = "\n</parameter>\n"
@@ -54,6 +54,17 @@ class Qwen3Coder(RawValueDialect):
             )
             bodies.append(f"{literal(tool.name + '>' + chr(10))} {members}".strip())
         return " | ".join(f"({body})" for body in bodies)
+
+    def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
+        return RawTextSyntax(
+            call_open="<tool_call>",
+            call_close="</tool_call>",
+            opening=re.compile(rb"(?:\n<function=(?P<tool>[^>\n]+)>\n)?<parameter=(?P<key>[^>\n]+)>\n"),
+            close=CLOSE,
+            close_is_token=False,
+            close_at_start=False,
+            json_may_hold_close=False,
+        )
 
     @staticmethod
     def any_key(name_terminal: str) -> str:

@@ -4,14 +4,17 @@ strings raw, every other value JSON, each followed by its closing marker."""
 from __future__ import annotations
 
 import json
+import re
 from abc import abstractmethod
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from ..frames import BooleanFrame, EnumFrame, Frame, FreeFrame, NullFrame, StringFrame, UnionFrame
+from ..frames import BooleanFrame, EnumFrame, Frame, FreeFrame, NullFrame, ObjectFrame, StringFrame, UnionFrame
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter
-from .base import Dialect
+from ..schema.tool import NormalizedTool
+from .base import Dialect, Markers
 from .segments import Partial, Value
 
 
@@ -62,9 +65,70 @@ class RawValues:
         return f"{emitter.value(frame, path)} {self.close}"
 
 
+class ValueKind(Enum):
+    """How the constraint can follow one top-level value (:mod:`constrained.text_masks`)."""
+
+    ANY_TEXT = "any text"
+    """Raw text of any content: its masks are precomputed rows."""
+    OTHER = "other"
+    """Constrained text or JSON; it ends at the first closing."""
+    UNTRACKED = "untracked"
+    """Its text may hold the closing, so its end is not known from the text."""
+
+
+@dataclass(frozen=True)
+class RawTextSyntax:
+    """Where a call's top-level values start and end, for the constraint's
+    precomputed masks of raw-text frames.
+
+    ``opening`` matches, in full, the call's markup from the call token (or
+    from the end of the previous value) up to where a value starts; group
+    ``key`` is the parameter, group ``tool`` (first value only) the tool.
+    ``close`` ends a value: text (a value runs to its first occurrence) or,
+    with ``close_is_token``, a special token. ``close_at_start``: whether the
+    closing may be completed by text that began in the opening (qwen3_coder:
+    no, a value's first line may not be ``</parameter>``). ``json_may_hold_close``:
+    JSON values may contain the closing text, so only raw strings are followed.
+    """
+
+    call_open: str
+    call_close: str
+    opening: "re.Pattern[bytes]"
+    close: str
+    close_is_token: bool
+    close_at_start: bool
+    json_may_hold_close: bool
+
+
 class RawValueDialect(Dialect):
     """A dialect whose calls are read by one walk over the call's text:
     complete (``final``) or as far as an unfinished call goes."""
+
+    @abstractmethod
+    def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
+        """How calls written for this tokenizer open and close their values."""
+
+    def value_kind(self, tool: NormalizedTool, key: str, close: str) -> ValueKind:
+        """What the grammar allows as the value of ``key`` in a call of
+        ``tool``: any text only when every argument object that allows the
+        key takes any text for it. A tool whose enum strings hold ``close``
+        is not followed at all."""
+        objects = self.argument_objects(tool)
+        values = [frame for obj in objects for frame in _member_frames(obj)]
+        if any(_holds(tool.schema.resolve(frame), close, tool) for frame in values):
+            return ValueKind.UNTRACKED
+        allowed = []
+        for obj in objects:
+            frame = obj.property(key)
+            if frame is None and key not in obj.forbidden:
+                if obj.pattern_properties:
+                    return ValueKind.OTHER
+                frame = obj.additional
+            if frame is not None:
+                allowed.append(tool.schema.resolve(frame))
+        if allowed and all(_any_string(frame) for frame in allowed):
+            return ValueKind.ANY_TEXT
+        return ValueKind.OTHER
 
     @abstractmethod
     def walk(self, body: str, *, final: bool) -> Partial:
@@ -83,6 +147,20 @@ class RawValueDialect(Dialect):
 def raw_text(value: Any) -> str:
     """A value as these dialects write it: strings raw, the rest JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _member_frames(obj: ObjectFrame) -> list[Frame]:
+    frames = [frame for _, frame in obj.properties + obj.pattern_properties]
+    return frames + ([obj.additional] if obj.additional is not None else [])
+
+
+def _holds(frame: Frame, close: str, tool: NormalizedTool) -> bool:
+    """Whether a literal string of ``frame`` (an enum, a union's) contains ``close``."""
+    if isinstance(frame, EnumFrame):
+        return any(isinstance(v, str) and close in v for v in frame.values)
+    if isinstance(frame, UnionFrame):
+        return any(_holds(tool.schema.resolve(option), close, tool) for option in frame.options)
+    return False
 
 
 def _any_string(frame: Frame) -> bool:

@@ -57,6 +57,7 @@ class RuleSet:
 
     def __init__(self) -> None:
         self._rules: dict[str, str] = {}
+        self._lazy: set[str] = set()
         self._by_body: dict[str, str] = {}
         self._counts: dict[str, int] = {}
 
@@ -78,6 +79,20 @@ class RuleSet:
         self.define(name, body)
         return name
 
+    def lazy_lexeme(self, hint: str, body: str) -> str:
+        """The name of a lazy lexeme (one regex, ``name[lazy]``): it ends
+        where ``body`` first matches. A text lexeme that ends in its own
+        closing must be lazy when a special token may follow it: llguidance
+        1.9 panics there on a greedy one."""
+        existing = self._by_body.get(body)
+        if existing is not None and existing in self._lazy:
+            return existing
+        name = self.reserve(hint)
+        self._lazy.add(name)
+        self._rules[name] = body
+        self._by_body.setdefault(body, name)
+        return name
+
     def reserve(self, hint: str) -> str:
         """A fresh rule name, for rules whose body refers to themselves.
         Generated names start with ``g_`` so they never meet the fixed rules
@@ -93,4 +108,6 @@ class RuleSet:
         self._by_body.setdefault(body, name)
 
     def text(self) -> str:
-        return "".join(f"{name}: {body}\n" for name, body in self._rules.items())
+        return "".join(
+            f"{name}{'[lazy]' if name in self._lazy else ''}: {body}\n" for name, body in self._rules.items()
+        )

@@ -211,7 +211,7 @@ class ValueEmitter:
         content = self.string_content(frame, path, excluded)
         if content is None:
             return None
-        return self.rules.terminal("text", f"({content}) {literal(closing)}")
+        return self.rules.lazy_lexeme("text", f"({content}) {literal(closing)}")
 
     def string_content(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
         """A terminal body for raw string text under ``frame``'s constraints

@@ -1,0 +1,297 @@
+"""Precomputed raw-text masks (``constrained.text_masks``) against llguidance.
+
+The constraint fills a row from a precomputed mask inside any-text values of
+qwen3_coder and glm; every such row must equal the mask llguidance computes
+for the same grammar and tokens, over the whole vocabulary. Checked on the
+BFCL ground truth, on coding-agent calls with awkward contents, on seeded
+random walks that steer towards the closing, across rollbacks, and with GLM
+markers as special tokens.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+from constrained import compile_tools, load_tokenizer, render_tool_calls
+from constrained.constraint import RowState, ToolCallConstraint
+from constrained.dialects import get_dialect
+from constrained.dialects.base import Markers
+from constrained.dialects.raw_values import ValueKind
+from constrained.schema.tool import normalize_tool
+from constrained.text_masks import _utf8_prefix, kmp_transitions, text_frame_masks
+from constrained.tools import load_tools
+
+from corpus import bfcl_entries
+
+RAW_DIALECTS = ("qwen3_coder", "glm45", "glm47")
+END = {"qwen3_coder": "<|im_end|>", "glm45": "<|endoftext|>", "glm47": "<|endoftext|>"}
+SEPARATOR = {"qwen3_coder": "\n", "glm45": "\n", "glm47": ""}
+
+
+def tool(name: str, properties: dict, required: list[str] | None = None) -> dict:
+    parameters = {"type": "object", "properties": properties, "required": required or list(properties)}
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+WRITE = tool("write_file", {"path": {"type": "string"}, "content": {"type": "string"}})
+EDIT = tool("edit", {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}})
+
+
+def allowed(matcher, vocab_size: int) -> np.ndarray:
+    """llguidance's mask as one bool per token."""
+    words = np.zeros((vocab_size + 31) // 32, dtype=np.uint32)
+    matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+    return np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab_size].astype(bool)
+
+
+class Pair:
+    """A one-row constraint and a plain llguidance matcher, fed alike."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.vocab = compiled.tokenizer.vocab_size
+        self.constraint = ToolCallConstraint(compiled)
+        self.reference = compiled.matcher()
+        self.logits = torch.zeros(1, self.vocab)
+        self.checked = 0
+
+    def check(self) -> np.ndarray:
+        """The constraint's mask, asserted equal to llguidance's wherever it
+        came from a precomputed row."""
+        before = self.constraint.precomputed_rows
+        self.logits.zero_()
+        ours = torch.isfinite(self.constraint.mask_logits(self.logits))[0].numpy()
+        if self.constraint.precomputed_rows > before:
+            expected = allowed(self.reference, self.vocab)
+            differ = np.nonzero(ours != expected)[0]
+            tok = self.compiled.tokenizer
+            assert differ.size == 0, [(int(t), tok.token_bytes(int(t)), bool(expected[t])) for t in differ[:8]]
+            self.checked += 1
+        return ours
+
+    def feed(self, token: int) -> None:
+        self.constraint.consume([token])
+        assert self.reference.consume_token(token), self.reference.get_error()
+
+    def run(self, tokens: list[int]) -> None:
+        for token in tokens:
+            assert self.check()[token], f"token {token} not allowed"
+            self.feed(token)
+
+
+def compiled_for(dialect: str, tools, tok="qwen3", **options):
+    return compile_tools(tools, dialect, load_tokenizer(tok) if isinstance(tok, str) else tok,
+                         tool_choice="required", reasoning=False, **options)
+
+
+def rendered_tokens(compiled, calls) -> list[int]:
+    tok = compiled.tokenizer
+    text = SEPARATOR[compiled.dialect].join(
+        render_tool_calls([{"name": n, "arguments": a}], compiled.tools, compiled.dialect) for n, a in calls
+    )
+    return tok.encode(text) + [tok.token_id(END[compiled.dialect])]
+
+
+PYTHON = inspect.getsource(textwrap)[:3000]
+AWKWARD = [
+    PYTHON,
+    "</parameter>x\n</parameter\n</parameter >\n<parameter=x>\n",  # closing look-alikes
+    "ends in half a closing\n</paramete",
+    "</arg_value >\n</arg_valu",
+    "多字节文字 🎉 émoji ✓\n  indented\t\ttabs\r\nCRLF",
+    "",
+    "\n\n\n",
+]
+
+
+@pytest.mark.parametrize("dialect", RAW_DIALECTS)
+def test_coding_calls_match_llguidance(dialect):
+    compiled = compiled_for(dialect, [WRITE, EDIT])
+    pair = Pair(compiled)
+    calls = [("write_file", {"path": "a.py", "content": text}) for text in AWKWARD]
+    calls.append(("edit", {"path": "a.py", "old": PYTHON[:500], "new": PYTHON[:500].replace("text", "txt")}))
+    pair.run(rendered_tokens(compiled, calls))
+    assert pair.constraint.state(0) is RowState.FINISHED
+    content_tokens = sum(len(compiled.tokenizer.encode(text)) for text in AWKWARD)
+    assert pair.checked >= 0.9 * content_tokens
+
+
+@pytest.mark.parametrize("dialect", RAW_DIALECTS)
+def test_bfcl_ground_truth_matches_llguidance(dialect):
+    """BFCL entries with valid ground truth (every second; glm every fourth)."""
+    entries = bfcl_entries()[:: 2 if dialect == "qwen3_coder" else 4]
+    tok = load_tokenizer("qwen3")
+    checked = finished = 0
+    for entry in entries:
+        tools = {t.name for t in load_tools(entry.functions)}
+        if any(name not in tools for name, _ in entry.calls):
+            continue
+        compiled = compile_tools(entry.functions, dialect, tok, tool_choice="required", reasoning=False)
+        try:
+            tokens = rendered_tokens(compiled, entry.calls)
+        except Exception:  # ground truth the schema rejects (listed in test_dialect_corpus)
+            continue
+        if not compiled.check(tok.decode(tokens[:-1])).accepted:
+            continue
+        pair = Pair(compiled)
+        pair.run(tokens)
+        checked += pair.checked
+        finished += pair.constraint.state(0) is RowState.FINISHED
+    assert finished >= len(entries) * 0.95
+    assert checked > 1000, checked
+
+
+def interesting(tok) -> list[int]:
+    """Tokens that touch the closings or split characters."""
+    table, special = tok.token_table
+    marks = (b"<", b"/", b"\n", b">", b"parameter", b"arg_value")
+    return [t for t, data in enumerate(table) if t not in special and data
+            and (any(m in data for m in marks) or any(b >= 0x80 for b in data))]
+
+
+@pytest.mark.parametrize("dialect", RAW_DIALECTS)
+def test_random_walks_match_llguidance(dialect):
+    """Seeded walks inside a value: each token drawn from the allowed set,
+    half the time among tokens near the closing, until the call ends."""
+    compiled = compiled_for(dialect, [WRITE])
+    tok = compiled.tokenizer
+    near = interesting(tok)
+    start = rendered_tokens(compiled, [("write_file", {"path": "p", "content": "x"})])
+    text = tok.decode(start)
+    prefix = tok.encode(text[: text.index("content") + len("content")])
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(40):
+        pair = Pair(compiled)
+        for token in prefix:
+            pair.feed(token)
+        for _ in range(80):
+            if pair.constraint.state(0) is not RowState.ACTIVE:
+                break
+            mask = pair.check()
+            choices = [t for t in rng.sample(near, 400) if mask[t]] if rng.random() < 0.5 else []
+            pair.feed(rng.choice(choices) if choices else int(rng.choice(np.nonzero(mask)[0])))
+        checked += pair.checked
+    assert checked > 1500
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47"])
+def test_rollback_restores_the_tracker(dialect):
+    compiled = compiled_for(dialect, [WRITE])
+    tokens = rendered_tokens(compiled, [("write_file", {"path": "p", "content": PYTHON[:400]})])
+    pair = Pair(compiled)
+    pair.run(tokens[:60])
+    pair.constraint.rollback(25)
+    pair.reference.rollback(25)
+    pair.run(tokens[35:])
+    assert pair.constraint.state(0) is RowState.FINISHED
+    # Back across the end of the content into the path, and on again.
+    pair.constraint.rollback(len(tokens) - 50)
+    pair.reference = compiled.matcher()
+    pair.reference.consume_tokens(tokens[:50])
+    pair.run(tokens[50:])
+    assert pair.constraint.state(0) is RowState.FINISHED
+
+
+def glm_special_tokenizer():
+    """The Qwen vocabulary with GLM's markers added as special tokens."""
+    from tokenizers import AddedToken
+
+    backend = load_tokenizer("qwen3").backend
+    clone = type(backend).from_str(backend.to_str())
+    markers = ["<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"]
+    clone.add_special_tokens([AddedToken(m, special=True) for m in markers])
+    return load_tokenizer(clone, eos_token_ids=[clone.token_to_id("<|endoftext|>")])
+
+
+@pytest.mark.parametrize("dialect", ["glm45", "glm47"])
+def test_glm_special_markers_match_llguidance(dialect):
+    tok = glm_special_tokenizer()
+    assert Markers(tok).is_token("</arg_value>")
+    compiled = compiled_for(dialect, [WRITE, EDIT], tok)
+    pair = Pair(compiled)
+    calls = [("write_file", {"path": "a.py", "content": text}) for text in AWKWARD]
+    pair.run(rendered_tokens(compiled, calls))
+    assert pair.constraint.state(0) is RowState.FINISHED
+    assert pair.checked > 500
+
+
+def value_kind(parameters: dict, key: str) -> ValueKind:
+    spec = {"type": "function", "function": {"name": "f", "parameters": parameters}}
+    return get_dialect("qwen3_coder").value_kind(normalize_tool(load_tools([spec])[0]), key, "\n</parameter>\n")
+
+
+@pytest.mark.parametrize(
+    "parameters, key, kind",
+    [
+        ({"type": "object", "properties": {"a": {"type": "string"}}}, "a", ValueKind.ANY_TEXT),
+        ({"type": "object", "properties": {"a": {"type": ["string", "integer"]}}}, "a", ValueKind.ANY_TEXT),
+        ({"type": "object", "properties": {"a": {}}}, "a", ValueKind.ANY_TEXT),
+        ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 5}}}, "a", ValueKind.OTHER),
+        ({"type": "object", "properties": {"a": {"type": "integer"}}}, "a", ValueKind.OTHER),
+        ({"type": "object", "additionalProperties": {"type": "string"}}, "zz", ValueKind.ANY_TEXT),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}, "zz", ValueKind.OTHER),
+        (
+            {"anyOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["b"]},
+            ]},
+            "a",
+            ValueKind.OTHER,
+        ),
+        ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"enum": ["x\n</parameter>\ny"]}}}, "a",
+         ValueKind.UNTRACKED),
+    ],
+)
+def test_value_kind(parameters, key, kind):
+    assert value_kind(parameters, key) is kind
+
+
+def test_enum_holding_the_closing_is_not_followed():
+    """A tool whose enum value holds the closing text gets no precomputed
+    rows: the first closing would not end that value."""
+    spec = tool("f", {"a": {"enum": ["x\n</parameter>\n<parameter=b>\ny"]}, "b": {"type": "string"}})
+    compiled = compiled_for("qwen3_coder", [spec])
+    pair = Pair(compiled)
+    pair.run(rendered_tokens(compiled, [("f", {"a": "x\n</parameter>\n<parameter=b>\ny", "b": "text " * 20})]))
+    assert pair.constraint.state(0) is RowState.FINISHED
+    assert pair.constraint.precomputed_rows == 0
+
+
+def test_precomputed_masks_of_the_qwen_closing():
+    tok = load_tokenizer("qwen3")
+    masks = text_frame_masks(tok, "\n</parameter>\n", None)
+    inside = np.unpackbits(masks.inside.view(np.uint8), axis=1, bitorder="little")[:, : tok.vocab_size].astype(bool)
+    im_end = tok.token_id("<|im_end|>")
+    newline = tok.encode("\n")[0]
+    assert not inside[:, im_end].any()  # special tokens never occur in text
+    assert inside[0, newline] and inside[12, newline]
+    assert not inside[13, newline] and newline in masks.completing[13]  # "\n</parameter>" + "\n"
+    assert all(len(c) == 0 for c in masks.completing[:12])
+    assert masks.crossing[13] and all(tok.token_bytes(t)[0:1] == b"\n" for t in masks.crossing[13])
+    assert text_frame_masks(tok, "\n</parameter>\n", None) is masks  # built once per tokenizer
+
+
+def test_kmp_transitions():
+    table = kmp_transitions(b"abab")
+    state = 0
+    states = []
+    for byte in b"ababab":
+        state = table[state][byte] if state < 4 else table[2][byte]
+        states.append(state)
+    assert states == [1, 2, 3, 4, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "data, valid",
+    [(b"abc", True), ("é".encode(), True), ("文".encode()[:2], True), ("🎉".encode()[:1], True),
+     (b"\x80", False), (b"\xc0\xaf", False), (b"\xed\xa0", False), (b"\xf4\x90", False), (b"a\xff", False)],
+)
+def test_utf8_prefix(data, valid):
+    assert _utf8_prefix(data) is valid
