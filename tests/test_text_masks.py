@@ -295,3 +295,16 @@ def test_kmp_transitions():
 )
 def test_utf8_prefix(data, valid):
     assert _utf8_prefix(data) is valid
+
+
+@pytest.mark.parametrize("dialect", ["glm45", "glm47"])
+@pytest.mark.parametrize("last", [{"type": "string", "maxLength": 20}, {"type": "string", "pattern": "^a+$"}, {"type": "string"}])
+def test_glm_string_value_before_the_call_end(dialect, last):
+    """A raw string lexeme that ends in its text closing, right before the
+    special ``</tool_call>``: masks computed at every step (llguidance 1.9
+    panicked there while the lexeme was greedy)."""
+    compiled = compiled_for(dialect, [tool("f", {"a": {"type": "integer"}, "b": last})])
+    pair = Pair(compiled)
+    pair.run(rendered_tokens(compiled, [("f", {"a": 1, "b": "aaa"})]))
+    assert pair.constraint.state(0) is RowState.FINISHED
+    assert not pair.constraint.events
