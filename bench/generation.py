@@ -12,7 +12,11 @@ Modes, all greedy:
 - ``loop, constrained + fast-forward``: forced tokens appended without
   sampling and fed in the same forward pass;
 - ``HF generate`` and ``HF generate + ToolCallLogitsProcessor``: transformers'
-  own loop, without and with the processor and its stopping criterion.
+  own loop, without and with the processor and its stopping criterion;
+- ``HF generate + XGrammar LogitsProcessor``: the same loop with XGrammar
+  0.2.9's transformers processor (``xgrammar.contrib.hf``) for its built-in
+  ``gemma_4`` structural tag with the same tools and tool choice, ending at
+  the same end tokens.
 
 A call is valid when the output parses with no error into at least one call
 of an allowed tool whose arguments validate against its schema. Decode speed
@@ -39,7 +43,9 @@ import transformers
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from constrained import ToolCallLogitsProcessor, compile_tools, generate, load_model, load_tools_file, parse_tool_calls
+from constrained.dialects.base import openai_function
 from constrained.generate import build_prompt
+from constrained.schema.tool import normalize_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = json.loads((ROOT / "tests" / "data" / "generation_cases.json").read_text())
@@ -95,7 +101,22 @@ def run_loop(lm: Any, max_new: int, **options: Any) -> Run:
     return run
 
 
-def run_hf(lm: Any, max_new: int, with_processor: bool) -> Run:
+def xgrammar_processor(lm: Any, case: dict[str, Any], tools: list[Any]) -> Any:
+    import xgrammar as xgr
+    from xgrammar.contrib.hf import LogitsProcessor
+
+    tok = lm.tokenizer
+    table, _ = tok.token_table
+    info = xgr.TokenizerInfo(list(table), xgr.VocabType.RAW, vocab_size=tok.vocab_size,
+                             stop_token_ids=list(tok.eos_token_ids))
+    specs = [{"type": "function", "function": openai_function(t)} for t in normalize_tools(tools)]
+    choice = case["tool_choice"]
+    tool_choice = choice if choice == "required" else {"type": "function", "function": {"name": choice}}
+    tag = xgr.get_model_structural_tag("gemma_4", tools=specs, tool_choice=tool_choice, reasoning="disabled")
+    return LogitsProcessor(xgr.GrammarCompiler(info, max_threads=1).compile_structural_tag(tag))
+
+
+def run_hf(lm: Any, max_new: int, with_processor: str | None) -> Run:
     end_ids = set(lm.tokenizer.eos_token_ids)
 
     def timed(ids: torch.Tensor, new: int, extra: dict[str, Any]) -> tuple[list[int], float]:
@@ -108,10 +129,13 @@ def run_hf(lm: Any, max_new: int, with_processor: bool) -> Run:
         ct = compile_tools(tools, "gemma4", lm.tokenizer, tool_choice=case["tool_choice"], reasoning=False)
         ids = torch.tensor([lm.tokenizer.encode(build_prompt(case["prompt"], ct))])
         extra: dict[str, Any] = {}
-        if with_processor:
+        if with_processor == "constrained":
             processor = ToolCallLogitsProcessor(ct)
             extra = {"logits_processor": LogitsProcessorList([processor]),
                      "stopping_criteria": StoppingCriteriaList([processor.stopping_criteria()])}
+        elif with_processor == "xgrammar":
+            extra = {"logits_processor": LogitsProcessorList([xgrammar_processor(lm, case, tools)]),
+                     "eos_token_id": sorted(end_ids)}
         _, prefill = timed(ids, 1, {})
         tokens, seconds = timed(ids, max_new, extra)
         finished = bool(tokens) and tokens[-1] in end_ids
@@ -134,8 +158,9 @@ def main() -> int:
         "loop, unconstrained": run_loop(lm, n, constrain=False),
         "loop, constrained": run_loop(lm, n, fast_forward=False),
         "loop, constrained + fast-forward": run_loop(lm, n),
-        "HF generate": run_hf(lm, n, False),
-        "HF generate + ToolCallLogitsProcessor": run_hf(lm, n, True),
+        "HF generate": run_hf(lm, n, None),
+        "HF generate + ToolCallLogitsProcessor": run_hf(lm, n, "constrained"),
+        "HF generate + XGrammar LogitsProcessor": run_hf(lm, n, "xgrammar"),
     }
     totals = {name: Totals() for name in modes}
     for case in CASES:

@@ -1,197 +1,328 @@
 """Per-token mask time, side by side on the same token sequences (issue 6):
 
-    python bench/mask_time.py [--out bench/RESULTS.md] [--plot bench/mask_time.png]
+    python bench/mask_time.py [--bfcl-stride 5] [--plot bench/mask_time.png]
 
-Engines, each computing the next-token mask before every token of the
-same rendered call (the tokens are then fed to it):
-- ``constrained``: the grammar ``compile_tools`` emits, through llguidance;
-- ``llguidance (plain)``: a straightforward Lark grammar for the same call,
-  the baseline of ``../shared/DESIGN.md``: raw text up to the closing markup
-  as one lazy lexeme (qwen3_coder), ``/(.|\\n)*/`` between string tokens
-  (gemma4);
+Engines, each computing the next-token mask before every token of the same
+rendered calls (then fed the token):
+- ``constrained``: :class:`~constrained.ToolCallConstraint` (one row),
+  ``fill_masks`` into its own buffer: precomputed rows inside raw-text
+  values, llguidance elsewhere;
+- ``constrained, no rows``: the same grammar through a bare llguidance
+  matcher, i.e. without the precomputed rows;
+- ``llguidance (plain)`` (coding workloads): the straightforward grammar of
+  ``../shared/DESIGN.md``: raw text up to the closing markup as one lazy
+  lexeme (qwen3_coder), ``/(.|\\n)*/`` between string tokens (gemma4);
 - ``XGrammar 0.2.9``: its built-in structural tag for the dialect
-  (``qwen_3_coder``, ``gemma_4``) with the same tools.
+  (``qwen_3_coder``, ``gemma_4``, ``qwen_3`` for hermes, ``glm_4_7``) with
+  the same tools, ``tool_choice="required"``, reasoning disabled.
 
-Workloads: coding-agent calls with long file contents (``write_file`` with
-3,000 characters of Python, ``edit`` with old and new strings of Python) in
-qwen3_coder (Qwen3 vocabulary, 151,936) and gemma4 (Gemma 4 layout,
-262,144). One thread, masks into a preallocated buffer, timed with
-``perf_counter_ns``. Writes a Markdown table and a PNG of the distributions.
+Workloads: coding-agent calls with long contents (``write_file`` with 3,000
+characters of Python, ``edit`` with old and new strings) in qwen3_coder,
+glm47 and gemma4; the BFCL v3 ground-truth calls (every ``--bfcl-stride``-th
+entry whose truth is a valid call) and one call of every MCP corpus tool
+(arguments from its schema, every server's tools declared) in qwen3_coder,
+gemma4 and hermes. Keys are written in schema order (``key_order="schema"``,
+XGrammar's order). A sequence an engine refuses is left out for every
+engine and counted. One thread; each case runs twice per engine and the
+second run is timed (the first builds lexer states and caches).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import inspect
-import platform
-import statistics
+import json
+import logging
 import sys
 import textwrap
 import time
-from importlib.metadata import version
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonschema
 import llguidance
 import numpy as np
+import torch
 
-from constrained import compile_tools, load_tokenizer, render_tool_calls
+from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
+from constrained.dialects.base import openai_function
+from constrained.schema.tool import normalize_tools
 from constrained.tokenizers import Tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from corpus import CORPUS, bfcl_entries  # noqa: E402  (the corpus reader the tests use)
+from report import BENCH, environment, summary, write_section  # noqa: E402
+
 PYTHON = inspect.getsource(textwrap)[:3000]  # real Python source, fixed per Python version
 OLD = inspect.getsource(textwrap.dedent)
 NEW = OLD.replace("margin", "indent_prefix")
 
 
-def tool(name: str, *params: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "parameters": {
-                "type": "object",
-                "properties": {p: {"type": "string"} for p in params},
-                "required": list(params),
-            },
-        },
-    }
+def function(name: str, *params: str) -> dict[str, Any]:
+    properties = {p: {"type": "string"} for p in params}
+    parameters = {"type": "object", "properties": properties, "required": list(params)}
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
 
 
-# Parameters in alphabetical order, so that the schema order (XGrammar's,
-# Qwen's) and Gemma's trained alphabetical order give the same text.
-WRITE = tool("write_file", "content", "path")
-EDIT = tool("edit", "new_string", "old_string", "path")
-CALLS = {
-    "write_file": (WRITE, {"path": "src/textwrap_copy.py", "content": PYTHON}),
-    "edit": (EDIT, {"path": "src/textwrap_copy.py", "old_string": OLD, "new_string": NEW}),
-}
-DIALECTS = {"qwen3_coder": ("qwen3", "qwen_3_coder", "<|im_end|>"), "gemma4": ("gemma4", "gemma_4", "<|tool_response>")}
+WRITE = function("write_file", "path", "content")
+EDIT = function("edit", "path", "old_string", "new_string")
+TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4"}
+XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "glm47": "glm_4_7", "hermes": "qwen_3", "gemma4": "gemma_4"}
+END = {"qwen3_coder": "<|im_end|>", "glm47": "<|endoftext|>", "hermes": "<|im_end|>", "gemma4": "<|tool_response>"}
+SEPARATOR = {"qwen3_coder": "\n", "glm47": "", "hermes": "\n", "gemma4": ""}
 
 
-def plain_grammar(dialect: str, spec: dict[str, Any]) -> str:
-    """The straightforward baseline grammar for one call of ``spec``."""
-    fn = spec["function"]
-    if dialect == "qwen3_coder":
-        params = " ".join(f'"<parameter={p}>\\n" raw' for p in fn["parameters"]["properties"])
-        return (
-            f'start: <tool_call> "\\n<function={fn["name"]}>\\n" {params} "</function>\\n" </tool_call> <|im_end|>\n'
-            'raw[lazy]: /(.|\\n)*\\n<\\/parameter>\\n/\n'
-        )
-    members = ' "," '.join(f'"{p}:" <|"|> TXT? <|"|>' for p in sorted(fn["parameters"]["properties"]))
-    return (
-        f'start: <|tool_call> "call:{fn["name"]}{{" {members} "}}" <tool_call|> <|tool_response>\n'
-        "TXT: /(.|\\n)+/\n"
-    )
+@dataclass
+class Case:
+    tools: list[dict[str, Any]]  # any form compile_tools reads (BFCL functions as given)
+    calls: list[tuple[str, dict[str, Any]]]
 
 
-def time_llguidance(tok: Tokenizer, grammar: str, tokens: list[int]) -> list[float]:
+@dataclass
+class Workload:
+    dialect: str
+    name: str
+    cases: list[Case]
+    times: dict[str, list[float]] = field(default_factory=dict)
+    tokens: int = 0
+    measured: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+
+
+def workloads(bfcl_stride: int) -> list[Workload]:
+    loads = []
+    for dialect in ("qwen3_coder", "glm47", "gemma4"):
+        loads.append(Workload(dialect, "write_file", [Case([WRITE], [("write_file", {"path": "src/t.py", "content": PYTHON})])]))
+        loads.append(Workload(dialect, "edit", [Case([EDIT], [("edit", {"path": "src/t.py", "old_string": OLD, "new_string": NEW})])]))
+    bfcl = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[::bfcl_stride]]
+    mcp = mcp_cases()
+    for dialect in ("qwen3_coder", "gemma4", "hermes"):
+        loads.append(Workload(dialect, f"BFCL (every {bfcl_stride}th entry)", bfcl))
+        loads.append(Workload(dialect, "MCP corpus", mcp))
+    return loads
+
+
+def mcp_cases() -> list[Case]:
+    """One call per MCP corpus tool, every tool of its server declared."""
+    cases = []
+    for path in sorted((CORPUS / "mcp").glob("*.json")):
+        tools = normalize_tools(json.loads(path.read_text()))
+        specs = [{"type": "function", "function": openai_function(t)} for t in tools]
+        for tool in tools:
+            arguments = sample_arguments(tool.parameters, tool.parameters.get("$defs", {}))
+            if isinstance(arguments, dict) and jsonschema.Draft202012Validator(tool.parameters).is_valid(arguments):
+                cases.append(Case(specs, [(tool.name, arguments)]))
+    return cases
+
+
+def sample_arguments(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """A plain value for ``schema``: every property filled, short text."""
+    if not isinstance(schema, dict) or depth > 6:
+        return None
+    if "$ref" in schema:
+        return sample_arguments(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs, depth + 1)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return sample_arguments(schema[key][0], defs, depth + 1)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object" or "properties" in schema:
+        return {k: sample_arguments(v, defs, depth + 1) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [sample_arguments(schema.get("items", {}), defs, depth + 1)] * max(schema.get("minItems", 1), 1)
+    if kind in ("integer", "number"):
+        return schema.get("minimum", schema.get("default", 3))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return schema.get("default") if isinstance(schema.get("default"), str) else "example text"
+
+
+# -- engines -----------------------------------------------------------------
+
+Stepper = tuple[Callable[[], Any], Callable[[int], bool]]  # (fill the mask, feed a token)
+
+
+def constrained_engine(compiled: Any, tok: Tokenizer) -> Stepper:
+    constraint = ToolCallConstraint(compiled)
+    constraint.prepare(torch.zeros(1, tok.vocab_size))
+
+    def feed(token: int) -> bool:
+        constraint.consume([token])
+        return not constraint.events
+
+    return constraint.fill_masks, feed
+
+
+def llguidance_engine(grammar: str, tok: Tokenizer) -> Stepper:
     matcher = llguidance.LLMatcher(tok.ll_tokenizer, grammar, log_level=0)
     if matcher.is_error():
         raise RuntimeError(matcher.get_error())
-    return time_steps(tokens, lambda buf: matcher.unsafe_compute_mask_ptr(buf.ctypes.data, buf.nbytes),
-                      matcher.consume_token, tok.vocab_size, lambda: matcher.is_error())
+    buf = np.zeros((tok.vocab_size + 31) // 32, dtype=np.uint32)
+    return (lambda: matcher.unsafe_compute_mask_ptr(buf.ctypes.data, buf.nbytes)), (
+        lambda token: bool(matcher.consume_token(token)) and not matcher.is_error()
+    )
 
 
-def time_xgrammar(tok: Tokenizer, xgr_name: str, spec: dict[str, Any], tokens: list[int]) -> list[float]:
+_xgr_compilers: dict[str, Any] = {}
+
+
+def xgrammar_engine(dialect: str, specs: list[dict[str, Any]], tok: Tokenizer) -> Stepper:
     import xgrammar as xgr
 
-    table, _ = tok.token_table
-    info = xgr.TokenizerInfo(list(table), xgr.VocabType.RAW, vocab_size=tok.vocab_size,
-                             stop_token_ids=list(tok.eos_token_ids))
-    tag = xgr.get_model_structural_tag(xgr_name, tools=[spec], tool_choice="required", reasoning="disabled")
-    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info, max_threads=1).compile_structural_tag(tag))
+    if tok.name not in _xgr_compilers:
+        table, _ = tok.token_table
+        info = xgr.TokenizerInfo(list(table), xgr.VocabType.RAW, vocab_size=tok.vocab_size,
+                                 stop_token_ids=list(tok.eos_token_ids))
+        _xgr_compilers[tok.name] = xgr.GrammarCompiler(info, max_threads=1)
+    tag = xgr.get_model_structural_tag(XGRAMMAR_TAG[dialect], tools=specs, tool_choice="required", reasoning="disabled")
+    matcher = xgr.GrammarMatcher(_xgr_compilers[tok.name].compile_structural_tag(tag))
     bitmask = xgr.allocate_token_bitmask(1, tok.vocab_size)
-
-    def fill(_: np.ndarray) -> None:
-        matcher.fill_next_token_bitmask(bitmask, 0)
-
-    return time_steps(tokens, fill, matcher.accept_token, tok.vocab_size, lambda: False)
+    return (lambda: matcher.fill_next_token_bitmask(bitmask, 0)), matcher.accept_token
 
 
-def time_steps(tokens: list[int], fill: Callable[[np.ndarray], Any], feed: Callable[[int], Any], vocab: int,
-               failed: Callable[[], bool]) -> list[float]:
-    """Microseconds of each mask, before each token; raises if a token is refused."""
-    buf = np.zeros((vocab + 31) // 32, dtype=np.uint32)
+def plain_grammar(dialect: str, spec: dict[str, Any]) -> str:
+    """The straightforward baseline grammar for one call of ``spec`` (coding
+    workloads: every parameter a required string, in schema order)."""
+    fn = spec["function"]
+    params = list(fn["parameters"]["properties"])
+    if dialect == "qwen3_coder":
+        body = " ".join(f'"<parameter={p}>\\n" raw' for p in params)
+        return (
+            f'start: <tool_call> "\\n<function={fn["name"]}>\\n" {body} "</function>\\n" </tool_call> <|im_end|>\n'
+            'raw[lazy]: /(.|\\n)*\\n<\\/parameter>\\n/\n'
+        )
+    if dialect == "glm47":
+        body = " ".join(f'"<arg_key>{p}</arg_key><arg_value>" raw' for p in params)
+        return f'start: <tool_call> "{fn["name"]}" {body} </tool_call> <|endoftext|>\nraw[lazy]: /(.|\\n)*<\\/arg_value>/\n'
+    members = ' "," '.join(f'"{p}:" <|"|> TXT? <|"|>' for p in params)
+    return f'start: <|tool_call> "call:{fn["name"]}{{" {members} "}}" <tool_call|> <|tool_response>\nTXT: /(.|\\n)+/\n'
+
+
+def time_steps(stepper: Stepper, tokens: list[int]) -> list[float] | None:
+    """Microseconds of each mask, before each token; ``None`` if a token is refused."""
+    fill, feed = stepper
     times = []
-    for i, token in enumerate(tokens):
+    for token in tokens:
         start = time.perf_counter_ns()
-        fill(buf)
+        fill()
         times.append((time.perf_counter_ns() - start) / 1000.0)
-        if feed(token) is False or failed():
-            raise RuntimeError(f"token {i} ({token}) refused")
+        if not feed(token):
+            return None
     return times
 
 
-def summary(times: list[float]) -> tuple[float, float, float, float]:
-    ordered = sorted(times)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return statistics.mean(times), statistics.median(times), p99, ordered[-1]
+def run(load: Workload) -> None:
+    tok = load_tokenizer(TOKENIZER[load.dialect])
+    coding = load.name in ("write_file", "edit")
+    for case in load.cases:
+        try:
+            compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=False,
+                                     key_order="schema")
+            texts = [render_tool_calls([{"name": n, "arguments": a}], compiled.tools, load.dialect, key_order="schema")
+                     for n, a in case.calls]
+        except Exception:  # ground truth that is no valid call of its tools (see tests/test_dialect_corpus.py)
+            load.refused["no valid call"] = load.refused.get("no valid call", 0) + 1
+            continue
+        tokens = tok.encode(SEPARATOR[load.dialect].join(texts)) + [tok.token_id(END[load.dialect])]
+        specs = [{"type": "function", "function": openai_function(t)} for t in compiled.tools]
+        engines: dict[str, Callable[[], Stepper]] = {
+            "constrained": lambda: constrained_engine(compiled, tok),
+            "constrained, no rows": lambda: llguidance_engine(compiled.grammar, tok),
+        }
+        if coding:
+            engines["llguidance (plain)"] = lambda: llguidance_engine(plain_grammar(load.dialect, case.tools[0]), tok)
+        engines["XGrammar 0.2.9"] = lambda: xgrammar_engine(load.dialect, specs, tok)
+        results = {}
+        for engine, make in engines.items():
+            time_steps(make(), tokens)  # warm-up
+            results[engine] = time_steps(make(), tokens)
+        refused = [engine for engine, times in results.items() if times is None]
+        if refused:
+            reason = "no valid call" if len(refused) == len(results) else f"refused by {', '.join(refused)}"
+            load.refused[reason] = load.refused.get(reason, 0) + 1
+            continue
+        load.measured += 1
+        load.tokens += len(tokens)
+        for engine, times in results.items():
+            load.times.setdefault(engine, []).extend(times or [])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
-    parser.add_argument("--plot", default=str(ROOT / "bench" / "mask_time.png"))
-    args = parser.parse_args()
-    rows: list[tuple[str, str, int, str, list[float]]] = []
-    for dialect, (tok_name, xgr_name, end) in DIALECTS.items():
-        tok = load_tokenizer(tok_name)
-        for call_name, (spec, arguments) in CALLS.items():
-            text = render_tool_calls([{"name": call_name, "arguments": arguments}], [spec], dialect)
-            tokens = tok.encode(text) + [tok.token_id(end)]
-            compiled = compile_tools([spec], dialect, tok, tool_choice="required", reasoning=False)
-            engines: list[tuple[str, Callable[..., list[float]], tuple[Any, ...]]] = [
-                ("constrained", time_llguidance, (tok, compiled.grammar, tokens)),
-                ("llguidance (plain)", time_llguidance, (tok, plain_grammar(dialect, spec), tokens)),
-                ("XGrammar 0.2.9", time_xgrammar, (tok, xgr_name, spec, tokens)),
-            ]
-            for engine, run, run_args in engines:
-                run(*run_args)  # warm-up: first-time lexer and cache building
-                rows.append((dialect, call_name, len(tokens), engine, run(*run_args)))
-                print(dialect, call_name, engine, [f"{v:.1f}" for v in summary(rows[-1][4])], file=sys.stderr)
-    write_report(rows, args.out, args.plot)
-    return 0
-
-
-def write_report(rows: list[tuple[str, str, int, str, list[float]]], out: str, plot: str) -> None:
+def report(loads: list[Workload], plot: str) -> str:
     lines = [
-        "# Mask time per token, side by side",
+        "## Mask time per token (`bench/mask_time.py`)",
         "",
-        f"{datetime.date.today()}; produced by `bench/mask_time.py`. llguidance {version('llguidance')}, "
-        f"xgrammar {version('xgrammar')}, Python {platform.python_version()}, {platform.machine()}; one thread. "
-        "Each engine computes the mask before every token of the same rendered call; the second of two runs "
-        "is reported (the first builds lexer states and caches).",
+        f"{environment()}; one thread. Each engine computes the mask before every token of the same rendered "
+        "calls, end token included; each case runs twice per engine and the second run is timed.",
         "",
-        "| dialect | call | tokens | engine | mean us | p50 us | p99 us | max us | mean vs XGrammar | p99 vs XGrammar |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| dialect | workload | cases | tokens | engine | mean us | p50 us | p99 us | max us | mean / XGrammar | p99 / XGrammar |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    reference = {(d, c): summary(t) for d, c, _, e, t in rows if e.startswith("XGrammar")}
-    for dialect, call, n, engine, times in rows:
-        mean, p50, p99, worst = summary(times)
-        ref = reference[(dialect, call)]
-        lines.append(f"| {dialect} | {call} | {n} | {engine} | {mean:.1f} | {p50:.1f} | {p99:.1f} | {worst:.1f} "
-                     f"| {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |")
-    lines += ["", f"Distributions: `{Path(plot).name}`."]
-    Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    notes = []
+    for load in loads:
+        if not load.times:
+            continue
+        ref = summary(load.times["XGrammar 0.2.9"])
+        for engine, times in load.times.items():
+            mean, p50, p99, worst = summary(times)
+            lines.append(
+                f"| {load.dialect} | {load.name} | {load.measured} | {load.tokens} | {engine} | {mean:.1f} | {p50:.1f} "
+                f"| {p99:.1f} | {worst:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
+            )
+        if load.refused:
+            notes.append(f"- {load.dialect} {load.name}: left out " + ", ".join(f"{n} ({why})" for why, n in load.refused.items()))
+    if notes:
+        lines += ["", "Cases left out (for every engine):", *notes]
+    lines += ["", f"Distributions: [`{Path(plot).name}`]({Path(plot).name})."]
+    draw(loads, plot)
+    return "\n".join(lines)
+
+
+def draw(loads: list[Workload], plot: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = sorted({(d, c) for d, c, _, _, _ in rows})
-    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), sharey=True)
-    for ax, (dialect, call) in zip(np.atleast_1d(axes), groups):
-        data = [(e, t) for d, c, _, e, t in rows if (d, c) == (dialect, call)]
-        ax.boxplot([t for _, t in data], whis=(1, 99), showfliers=False)
-        ax.set_xticks(range(1, len(data) + 1), [e.split(" ")[0] for e, _ in data], rotation=20)
+    shown = [load for load in loads if load.times]
+    columns = 5
+    rows = (len(shown) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.6 * rows), sharey=True, squeeze=False)
+    for ax, load in zip(axes.flat, shown):
+        names = list(load.times)
+        ax.boxplot([load.times[n] for n in names], whis=(1, 99), showfliers=False)
+        ax.set_xticks(range(1, len(names) + 1), [n.replace("XGrammar 0.2.9", "XGrammar") for n in names],
+                      rotation=25, fontsize=7)
         ax.set_yscale("log")
-        ax.set_title(f"{dialect} {call}")
-        ax.set_ylabel("mask time per token (us), whiskers p1-p99")
+        ax.set_title(f"{load.dialect}: {load.name}", fontsize=9)
+    for ax in axes.flat[len(shown):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("mask us per token (whiskers p1-p99)")
     fig.tight_layout()
-    fig.savefig(plot, dpi=100)
+    fig.savefig(plot, dpi=90)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bfcl-stride", type=int, default=5)
+    parser.add_argument("--plot", default=str(BENCH / "mask_time.png"))
+    args = parser.parse_args()
+    logging.getLogger("constrained").setLevel(logging.ERROR)  # refused sequences are counted, not logged
+    loads = workloads(args.bfcl_stride)
+    for load in loads:
+        started = time.perf_counter()
+        run(load)
+        print(f"{load.dialect} {load.name}: {load.measured} cases, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    section = report(loads, args.plot)
+    write_section("mask_time", section)
+    print(section)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,51 @@
+"""Shared by the benchmark scripts: the environment line, summaries, and
+writing one script's section of ``bench/RESULTS.md`` (the other sections
+stay as their scripts last wrote them)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import statistics
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "RESULTS.md"
+TITLE = "# Benchmarks, side by side\n\nEach section is written by the script it names; ratios compare engines measured in the same run.\n"
+
+
+def environment() -> str:
+    """Date, versions and machine, for the head of a section."""
+    versions = []
+    for package in ("llguidance", "xgrammar", "torch", "transformers"):
+        try:
+            versions.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            pass
+    cpus = os.cpu_count()
+    return (
+        f"{datetime.date.today()}; {', '.join(versions)}; Python {platform.python_version()}; "
+        f"{platform.machine()}, {cpus} CPUs ({platform.processor() or platform.system()})"
+    )
+
+
+def summary(times: list[float]) -> tuple[float, float, float, float]:
+    """Mean, p50, p99 and max."""
+    ordered = sorted(times)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.mean(times), statistics.median(times), p99, ordered[-1]
+
+
+def write_section(name: str, markdown: str, path: Path = RESULTS) -> None:
+    """Replace the section ``name`` of ``path`` (added at the end if new)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else TITLE
+    if not text.startswith(TITLE):
+        text = TITLE
+    begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    block = f"{begin}\n{markdown.strip()}\n{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
