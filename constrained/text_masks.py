@@ -50,19 +50,31 @@ class TextFrameMasks:
     completing: list[list[int]]
     crossing: list[list[int]]
     transitions: list[list[int]] = field(repr=False)
+    neutral: bytes = field(default=b"", repr=False)
+    """Per token: 1 when it holds no byte of the closing (from any state it
+    leads to state 0), so the tracker skips its bytes."""
+    trailing: bytes = field(default=b"", repr=False)
+    """Per token: continuation bytes its last character still needs (255:
+    the token is continuation bytes only, so it depends on what came before)."""
+    steps: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
+    """KMP state after a token from a state, filled as tokens are seen."""
 
     @classmethod
     def build(cls, tok: "Tokenizer", close: str, close_token: int | None) -> "TextFrameMasks":
         table, special = tok.token_table
         words = (tok.vocab_size + 31) // 32
+        pattern = b"" if close_token is not None else close.encode("utf-8")
         text_ok = np.zeros(words * 32, dtype=bool)
+        neutral, trailing = bytearray(len(table)), bytearray(b"\xff" * len(table))
         for token, data in enumerate(table):
-            if data and token not in special and _utf8_prefix(data):
-                text_ok[token] = True
+            if data and token not in special:
+                # Tokens invalid at a character boundary still follow a split character.
+                trailing[token] = _trailing_need(data)
+                neutral[token] = len(data.translate(None, pattern)) == len(data)
+                text_ok[token] = _utf8_prefix(data)
         if close_token is not None:
             inside = np.packbits(text_ok, bitorder="little").view(np.uint32).reshape(1, words)
-            return cls(b"", close_token, inside.copy(), [[close_token]], [[]], [[0] * 256])
-        pattern = close.encode("utf-8")
+            return cls(b"", close_token, inside.copy(), [[close_token]], [[]], [[0] * 256], bytes(neutral), bytes(trailing))
         transitions = kmp_transitions(pattern)
         states = len(pattern)
         last = pattern[-1:]
@@ -80,7 +92,8 @@ class TextFrameMasks:
                 allowed[start, token] = False
                 (completing if end == len(data) else crossing)[start].append(token)
         inside = np.packbits(allowed, axis=1, bitorder="little").view(np.uint32)
-        return cls(pattern, None, np.ascontiguousarray(inside), completing, crossing, transitions)
+        return cls(pattern, None, np.ascontiguousarray(inside), completing, crossing, transitions,
+                   bytes(neutral), bytes(trailing))
 
 
 def kmp_transitions(pattern: bytes) -> list[list[int]]:
@@ -128,6 +141,17 @@ def _decodes(data: bytes) -> bool:
         return True
     except UnicodeDecodeError:
         return False
+
+
+def _trailing_need(data: bytes) -> int:
+    """Continuation bytes the last character of ``data`` still needs, from a
+    character boundary (255 when ``data`` is only continuation bytes)."""
+    for back, byte in enumerate(reversed(data[-4:])):
+        if byte < 0x80:
+            return 0
+        if byte >= 0xC0:
+            return max(_lead_length(byte) - 1 - back, 0)
+    return 255
 
 
 def _lead_length(byte: int) -> int:
@@ -184,6 +208,7 @@ class FrameTracker:
         self._kmp = 0
         self._initial = False  # the closing matched so far began with the opening
         self._need = 0  # continuation bytes the last character still needs
+        self._closings = 0  # values ended so far (not part of the state)
 
     def snapshot(self) -> tuple[object, ...]:
         return (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need)
@@ -219,6 +244,21 @@ class FrameTracker:
             self._state = _OUTSIDE
             return
         if self._state in (_OUTSIDE, _LOST):
+            return
+        masks = self.masks
+        if self._state == _VALUE and masks.trailing[token] != 255:
+            if masks.neutral[token]:  # no byte of the closing: back to state 0
+                self._kmp, self._initial, self._need = 0, False, masks.trailing[token]
+                return
+            step = masks.steps.get((self._kmp, token))
+            if step is not None:
+                self._initial = self._initial and step == self._kmp + len(self._table[token])
+                self._kmp, self._need = step, masks.trailing[token]
+                return
+            before, closings = self._kmp, self._closings
+            self._feed_bytes(self._table[token])
+            if self._closings == closings:  # the token stayed inside the value
+                masks.steps[before, token] = self._kmp
             return
         if self._state == _VALUE and self.masks.close_token is not None:
             if token == self.masks.close_token:
@@ -267,6 +307,7 @@ class FrameTracker:
 
     def _end_value(self) -> None:
         self._state, self._markup = _MARKUP, b""
+        self._closings += 1
 
     def _track_utf8(self, data: bytes) -> None:
         for byte in data:

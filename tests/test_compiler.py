@@ -819,6 +819,26 @@ def test_compiling_again_hits_the_cache():
     assert compile_tools(tools, "qwen3_coder", tok("qwen3"), key_order="any") is not first
 
 
+def test_repeated_json_tools_skip_normalization(monkeypatch):
+    """Tools given again as equal JSON (a server's next request) come from
+    the cache without being normalized again; a changed schema does not."""
+    tools = [function("lookup", {"q": {"type": "string"}, "n": {"type": "integer"}}, ["q"])]
+    first = compile_tools(tools, "hermes", tok("qwen3"), strict=False)
+    import constrained.compiler as compiler_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("normalized again")
+
+    monkeypatch.setattr(compiler_module, "normalize_tools", refuse)
+    assert compile_tools(json.loads(json.dumps(tools)), "hermes", tok("qwen3"), strict=False) is first
+    changed = json.loads(json.dumps(tools))
+    changed[0]["function"]["parameters"]["properties"]["n"]["minimum"] = 1
+    with pytest.raises(AssertionError, match="normalized again"):
+        compile_tools(changed, "hermes", tok("qwen3"), strict=False)
+    with pytest.raises(AssertionError, match="normalized again"):
+        compile_tools(tools, "hermes", tok("qwen3"), strict=True)
+
+
 def test_options_and_inputs_change_the_fingerprint():
     base = compiled(TOOLS, "qwen3_coder")
     variants = {
