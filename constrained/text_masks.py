@@ -28,6 +28,8 @@ from .dialects.base import Markers
 from .dialects.raw_values import RawTextSyntax, RawValueDialect, ValueKind
 
 if TYPE_CHECKING:
+    import torch
+
     from .compiler import CompiledTools
     from .tokenizers import Tokenizer
 
@@ -58,6 +60,21 @@ class TextFrameMasks:
     the token is continuation bytes only, so it depends on what came before)."""
     steps: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
     """KMP state after a token from a state, filled as tokens are seen."""
+    vocab_size: int = 0
+    _forbidden: dict[int, "torch.Tensor"] = field(default_factory=dict, repr=False)
+
+    def forbidden(self, state: int) -> "torch.Tensor":
+        """The tokens ``inside[state]`` forbids (a closing token is allowed),
+        as a CPU index tensor for the constraint's sparse apply; made on
+        first use."""
+        if state not in self._forbidden:
+            import torch
+
+            bits = np.unpackbits(self.inside[state].view(np.uint8), bitorder="little")[: self.vocab_size]
+            if self.close_token is not None:
+                bits[self.close_token] = 1
+            self._forbidden[state] = torch.from_numpy(np.flatnonzero(bits == 0).astype(np.int64))
+        return self._forbidden[state]
 
     @classmethod
     def build(cls, tok: "Tokenizer", close: str, close_token: int | None) -> "TextFrameMasks":
@@ -74,7 +91,8 @@ class TextFrameMasks:
                 text_ok[token] = _utf8_prefix(data)
         if close_token is not None:
             inside = np.packbits(text_ok, bitorder="little").view(np.uint32).reshape(1, words)
-            return cls(b"", close_token, inside.copy(), [[close_token]], [[]], [[0] * 256], bytes(neutral), bytes(trailing))
+            return cls(b"", close_token, inside.copy(), [[close_token]], [[]], [[0] * 256], bytes(neutral),
+                       bytes(trailing), vocab_size=tok.vocab_size)
         transitions = kmp_transitions(pattern)
         states = len(pattern)
         last = pattern[-1:]
@@ -93,7 +111,7 @@ class TextFrameMasks:
                 (completing if end == len(data) else crossing)[start].append(token)
         inside = np.packbits(allowed, axis=1, bitorder="little").view(np.uint32)
         return cls(pattern, None, np.ascontiguousarray(inside), completing, crossing, transitions,
-                   bytes(neutral), bytes(trailing))
+                   bytes(neutral), bytes(trailing), vocab_size=tok.vocab_size)
 
 
 def kmp_transitions(pattern: bytes) -> list[list[int]]:
@@ -221,19 +239,26 @@ class FrameTracker:
         """Whether the next mask is a precomputed row (:meth:`fill`)."""
         return self._state == _VALUE and self._fast and self._need == 0
 
-    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int]) -> None:
-        """Write the mask into ``row`` (``uint32`` words). ``validate`` is
-        the matcher's ``validate_tokens``: it judges the tokens that end the
-        value and go on."""
+    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int]) -> "torch.Tensor | None":
+        """Write the mask into ``row`` (``uint32`` words); return the tokens
+        it forbids when they are exactly the precomputed ones (else None).
+        ``validate`` is the matcher's ``validate_tokens``: it judges the
+        tokens that end the value and go on."""
         masks, state = self.masks, self._kmp
         np.copyto(row, masks.inside[state])
-        if self._initial and not self.syntax.close_at_start:
-            return
+        if masks.close_token is not None:  # the closing token is always allowed
+            row[masks.close_token >> 5] |= np.uint32(1 << (masks.close_token & 31))
+            return masks.forbidden(state)
+        if (self._initial and not self.syntax.close_at_start) or not (
+            masks.completing[state] or masks.crossing[state]
+        ):
+            return masks.forbidden(state)
         for token in masks.completing[state]:
             row[token >> 5] |= np.uint32(1 << (token & 31))
         for token in masks.crossing[state]:
             if validate([token]) == 1:
                 row[token >> 5] |= np.uint32(1 << (token & 31))
+        return None
 
     def feed(self, token: int) -> None:
         """Advance past ``token``, which the grammar accepted."""

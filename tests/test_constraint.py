@@ -254,3 +254,32 @@ def test_bad_options_are_refused() -> None:
         ToolCallConstraint(compiled(), 1, on_violation="ignore")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="one token per row"):
         ToolCallConstraint(compiled(), 2).consume([1])
+
+
+def test_raw_text_rows_apply_sparsely_without_allocating() -> None:
+    """Inside a qwen3_coder string every row's forbidden tokens are few and
+    known, so the CPU apply sets just those (``index_fill_``) instead of a
+    pass over the whole row, still allocating nothing, and the result is
+    exactly llguidance's mask."""
+    ct = compiled("qwen3_coder")
+    vocab = ct.tokenizer.vocab_size
+    tokens = call_tokens("qwen3_coder")
+    opened = ct.tokenizer.encode(render_tool_calls([CALL], [WEATHER], "qwen3_coder")).index(
+        ct.tokenizer.encode("Paris")[0]
+    )
+    constraint = ToolCallConstraint(ct, 2)
+    for row in range(2):
+        constraint.consume_row(row, tokens[:opened])
+    logits = torch.randn(2, vocab + 64)
+    constraint.mask_logits(logits)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        for _ in range(20):
+            constraint.mask_logits(logits)
+    ops = {e.name for e in prof.events()}
+    assert "aten::index_fill_" in ops and "aten::index_select" not in ops
+    assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
+    expected = torch.from_numpy(llguidance_allowed(constraint._matchers[0], vocab))
+    assert 100_000 < int(expected.sum()) < vocab
+    for row in range(2):
+        assert torch.equal(torch.isfinite(logits[row, :vocab]), expected)
+    assert torch.all(logits[:, vocab:] == float("-inf"))
