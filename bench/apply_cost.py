@@ -3,10 +3,18 @@
     python bench/apply_cost.py [--steps 300]
 
 For vocabularies of 151,936 (Qwen3) and 262,144 (Gemma 4) tokens at batch 1
-and 16, float32 logits, a filled bitmask (a typical raw-text mask: all text
-tokens allowed): the time to apply it to the logits in place.
-- ``constrained``: :meth:`~constrained.ToolCallConstraint.apply` (byte
-  lookup table to +inf/-inf, then an in-place minimum);
+and 16, float32 logits, the mask of a string value (nearly every token
+allowed, the common case in coding calls): the time to apply it to the
+logits in place. For Qwen3 the rows are real: every row of the constraint
+has consumed a qwen3_coder ``write_file`` call up to its ``content`` value and
+the mask is the one it filled; for Gemma 4 the mask allows every non-special
+token, as inside a gemma4 string.
+- ``constrained, sparse``: :meth:`~constrained.ToolCallConstraint.apply`
+  where every row is a precomputed raw-text row, so only the few forbidden
+  tokens are set (Qwen3 only; gemma4 strings are not precomputed);
+- ``constrained, dense``: the same call with the rows' forbidden sets
+  unknown, as at structural points (byte lookup table to +inf/-inf, then an
+  in-place minimum);
 - ``XGrammar 0.2.9``: ``xgrammar.apply_token_bitmask_inplace`` on CPU;
 - ``masked_fill_``: unpacking the bitmask to a boolean tensor and
   ``masked_fill_`` with -inf, the straightforward way.
@@ -25,13 +33,14 @@ from typing import Callable
 import numpy as np
 import torch
 
-from constrained import ToolCallConstraint, compile_tools, load_tokenizer
+from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import environment, summary, write_section  # noqa: E402
 
 TOOL = {"type": "function", "function": {"name": "write_file", "parameters": {
     "type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}}}
+CALL = {"name": "write_file", "arguments": {"content": "print('hello')\n"}}
 
 
 def timed(step: Callable[[], object], steps: int) -> list[float]:
@@ -56,21 +65,38 @@ def main() -> int:
         tok = load_tokenizer(name)
         compiled = compile_tools([TOOL], dialect, tok, tool_choice="required", reasoning=False)
         vocab = tok.vocab_size
-        _, special = tok.token_table
-        allowed = np.ones(vocab, dtype=bool)
-        allowed[sorted(special)] = False
-        words = np.packbits(np.pad(allowed, (0, -vocab % 32)), bitorder="little").view(np.int32)
+        tokens = tok.encode(render_tool_calls([CALL], [TOOL], dialect))
+        header = tokens[: tokens.index(tok.encode("print")[0])]
         for batch in (1, 16):
             logits = torch.randn(batch, vocab)
             constraint = ToolCallConstraint(compiled, batch)
             constraint.prepare(logits)
-            constraint._buffers.host_bits.copy_(torch.from_numpy(np.tile(words, (batch, 1))))
+            sparse = dialect == "qwen3_coder"
+            if sparse:
+                for row in range(batch):
+                    constraint.consume_row(row, header)
+                constraint.fill_masks()
+                assert constraint.precomputed_rows == batch and all(f is not None for f in constraint._forbidden)
+                words = constraint._buffers.host_bits.numpy()[0].copy()
+            else:
+                _, special = tok.token_table
+                allowed = np.ones(vocab, dtype=bool)
+                allowed[sorted(special)] = False
+                words = np.packbits(np.pad(allowed, (0, -vocab % 32)), bitorder="little").view(np.int32)
+                constraint._buffers.host_bits.copy_(torch.from_numpy(np.tile(words, (batch, 1))))
             bitmask = torch.from_numpy(np.tile(words, (batch, 1)))
+            bits = torch.from_numpy(np.unpackbits(np.tile(words, (batch, 1)).view(np.uint8), axis=1,
+                                                  bitorder="little")[:, :vocab].astype(bool))
             unpacked = torch.empty(batch, vocab, dtype=torch.bool)
-            bits = torch.from_numpy(np.tile(allowed, (batch, 1)))
+            forbidden = list(constraint._forbidden)
 
-            def ours() -> None:
+            def ours_sparse() -> None:
                 constraint.apply(logits)
+
+            def ours_dense() -> None:
+                constraint._forbidden[0] = None
+                constraint.apply(logits)
+                constraint._forbidden[0] = forbidden[0]
 
             def xgrammar() -> None:
                 xgr.apply_token_bitmask_inplace(logits, bitmask)
@@ -79,15 +105,17 @@ def main() -> int:
                 torch.logical_not(bits, out=unpacked)
                 logits.masked_fill_(unpacked, float("-inf"))
 
-            results = {engine: summary(timed(step, args.steps))
-                       for engine, step in (("constrained", ours), ("XGrammar 0.2.9", xgrammar), ("masked_fill_", masked_fill))}
+            engines = ([("constrained, sparse", ours_sparse)] if sparse else []) + [
+                ("constrained, dense", ours_dense), ("XGrammar 0.2.9", xgrammar), ("masked_fill_", masked_fill)]
+            results = {engine: summary(timed(step, args.steps)) for engine, step in engines}
             for engine, (mean, _, p99, _) in results.items():
                 rows.append((vocab, batch, engine, mean, p99, mean / results["XGrammar 0.2.9"][0]))
-            print(rows[-3:], file=sys.stderr)
+            print(rows[-len(engines):], file=sys.stderr)
     lines = [
         "## Mask apply cost per step on CPU (`bench/apply_cost.py`)",
         "",
-        f"{environment()}; torch threads {torch.get_num_threads()}. A filled bitmask applied to float32 logits in place; "
+        f"{environment()}; torch threads {torch.get_num_threads()}. The mask of a string value applied to float32 logits "
+        f"in place (Qwen3: real qwen3_coder rows inside a `content` value; Gemma 4: every non-special token); "
         f"mean and p99 over {args.steps} steps.",
         "",
         "| vocabulary | batch | engine | mean us | p99 us | mean / XGrammar |",

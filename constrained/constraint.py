@@ -299,7 +299,7 @@ class ToolCallConstraint:
 
         buffers = self._require_buffers()
         buffers.check(logits)
-        if buffers.device.type == "cpu" and None not in self._forbidden:
+        if buffers.device.type == "cpu" and all(forbidden is not None for forbidden in self._forbidden):
             return self._apply_sparse(logits)
         if buffers.device_bits is not buffers.host_bits:
             buffers.device_bits.copy_(buffers.host_bits, non_blocking=True)
