@@ -1,6 +1,6 @@
 """Mask apply cost per decoding step on CPU, side by side (issue 6):
 
-    python bench/apply_cost.py [--steps 300]
+    python bench/apply_cost.py [--steps 300] [--plot bench/apply_cost.png]
 
 For vocabularies of 151,936 (Qwen3) and 262,144 (Gemma 4) tokens at batch 1
 and 16, float32 logits, the mask of a string value (nearly every token
@@ -36,7 +36,7 @@ import torch
 from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report import environment, summary, write_section  # noqa: E402
+from report import environment, plot_distributions, summary, write_section  # noqa: E402
 
 TOOL = {"type": "function", "function": {"name": "write_file", "parameters": {
     "type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}}}
@@ -57,10 +57,12 @@ def timed(step: Callable[[], object], steps: int) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--plot", default=str(Path(__file__).resolve().parent / "apply_cost.png"))
     args = parser.parse_args()
     import xgrammar as xgr
 
     rows = []
+    panels = []
     for name, dialect in (("qwen3", "qwen3_coder"), ("gemma4", "gemma4")):
         tok = load_tokenizer(name)
         compiled = compile_tools([TOOL], dialect, tok, tool_choice="required", reasoning=False)
@@ -107,7 +109,9 @@ def main() -> int:
 
             engines = ([("constrained, sparse", ours_sparse)] if sparse else []) + [
                 ("constrained, dense", ours_dense), ("XGrammar 0.2.9", xgrammar), ("masked_fill_", masked_fill)]
-            results = {engine: summary(timed(step, args.steps)) for engine, step in engines}
+            times = {engine: timed(step, args.steps) for engine, step in engines}
+            panels.append((f"vocabulary {vocab:,}, batch {batch}", times))
+            results = {engine: summary(samples) for engine, samples in times.items()}
             for engine, (mean, _, p99, _) in results.items():
                 rows.append((vocab, batch, engine, mean, p99, mean / results["XGrammar 0.2.9"][0]))
             print(rows[-len(engines):], file=sys.stderr)
@@ -123,7 +127,8 @@ def main() -> int:
     ]
     lines += [f"| {v:,} | {b} | {e} | {m:.1f} | {p:.1f} | {r:.2f} |" for v, b, e, m, p, r in rows]
     lines += ["", "The masked_fill_ row has the bitmask unpacked to booleans beforehand (not timed; its negation and the fill are), so it "
-              "is a lower bound for that approach."]
+              "is a lower bound for that approach.", "", f"Distributions: [`{Path(args.plot).name}`]({Path(args.plot).name})."]
+    plot_distributions(panels, args.plot, "apply us per step (whiskers p1-p99)")
     section = "\n".join(lines)
     write_section("apply_cost", section)
     print(section)

@@ -42,7 +42,7 @@ from constrained.schema.tool import NormalizedTool, normalize_tools
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import CORPUS, bfcl_functions  # noqa: E402
-from report import environment, write_section  # noqa: E402
+from report import BENCH, environment, write_section  # noqa: E402
 
 TOKENIZER = {"qwen3_coder": "qwen3", "hermes": "qwen3", "gemma4": "gemma4"}
 XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "hermes": "qwen_3", "gemma4": "gemma_4"}
@@ -136,10 +136,34 @@ def main() -> int:
         "rows of `constrained`, about 0.1 s; XGrammar's `TokenizerInfo`). \"To first mask\" includes allocating "
         "the constraint's buffers (about 2 ms for a 151,936-token row).",
     ]
+    plot = BENCH / f"compile_time_{dialect}.png"
+    draw(rows, plot)
+    lines += ["", f"Plot: [`{plot.name}`]({plot.name})."]
     section = "\n".join(lines)
     write_section(f"compile_time_{dialect}", section)
     print(section)
     return 0
+
+
+def draw(rows: list[tuple[Any, ...]], plot: Path) -> None:
+    """Milliseconds against the number of tools, log-log, one line per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    counts = [row[0] for row in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for column, label in enumerate(("constrained cold", "constrained cached", "constrained cached, to first mask",
+                                    "llguidance (our grammar)", "XGrammar cold", "XGrammar cached"), start=1):
+        ax.plot(counts, [row[column] for row in rows], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("tools")
+    ax.set_ylabel("ms to the first mask (median)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(plot, dpi=90)
 
 
 if __name__ == "__main__":

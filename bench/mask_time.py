@@ -52,7 +52,7 @@ from constrained.tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import CORPUS, bfcl_entries  # noqa: E402  (the corpus reader the tests use)
-from report import BENCH, environment, summary, write_section  # noqa: E402
+from report import BENCH, environment, plot_distributions, summary, write_section  # noqa: E402
 
 PYTHON = inspect.getsource(textwrap)[:3000]  # real Python source, fixed per Python version
 OLD = inspect.getsource(textwrap.dedent)
@@ -280,32 +280,9 @@ def report(loads: list[Workload], plot: str) -> str:
     if notes:
         lines += ["", "Cases left out (for every engine):", *notes]
     lines += ["", f"Distributions: [`{Path(plot).name}`]({Path(plot).name})."]
-    draw(loads, plot)
+    plot_distributions([(f"{load.dialect}: {load.name}", load.times) for load in loads if load.times], plot,
+                       "mask us per token (whiskers p1-p99)")
     return "\n".join(lines)
-
-
-def draw(loads: list[Workload], plot: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    shown = [load for load in loads if load.times]
-    columns = 5
-    rows = (len(shown) + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.6 * rows), sharey=True, squeeze=False)
-    for ax, load in zip(axes.flat, shown):
-        names = list(load.times)
-        ax.boxplot([load.times[n] for n in names], whis=(1, 99), showfliers=False)
-        ax.set_xticks(range(1, len(names) + 1), [n.replace("XGrammar 0.2.9", "XGrammar") for n in names],
-                      rotation=25, fontsize=7)
-        ax.set_yscale("log")
-        ax.set_title(f"{load.dialect}: {load.name}", fontsize=9)
-    for ax in axes.flat[len(shown):]:
-        ax.axis("off")
-    axes[0][0].set_ylabel("mask us per token (whiskers p1-p99)")
-    fig.tight_layout()
-    fig.savefig(plot, dpi=90)
 
 
 def main() -> int:

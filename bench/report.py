@@ -49,3 +49,28 @@ def write_section(name: str, markdown: str, path: Path = RESULTS) -> None:
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text, encoding="utf-8")
+
+
+def plot_distributions(panels: list[tuple[str, dict[str, list[float]]]], path: str | Path, ylabel: str) -> None:
+    """Box plots (whiskers p1-p99, log scale), one panel per workload with a
+    box per engine, saved as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(5, len(panels))
+    rows = (len(panels) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.6 * rows), sharey=True, squeeze=False)
+    for ax, (title, times) in zip(axes.flat, panels):
+        names = list(times)
+        ax.boxplot([times[n] for n in names], whis=(1, 99), showfliers=False)
+        ax.set_xticks(range(1, len(names) + 1), [n.replace("XGrammar 0.2.9", "XGrammar") for n in names],
+                      rotation=25, fontsize=7)
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=9)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel(ylabel)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
