@@ -35,14 +35,22 @@ class UnsatisfiableSchemaError(SchemaError):
     ``maxLength: 3`` or two disjoint ``enum`` lists."""
 
 
+class SchemaLimitError(SchemaError):
+    """A schema goes past a limit that keeps reading, compiling and
+    validating it bounded in time and memory: values nested too deep, a
+    ``$ref``/``allOf`` chain too long, references that expand to too many
+    subschemas. The message says which limit, and where."""
+
+
 class UnknownDialectError(ConstrainedError, ValueError):
     """A dialect name that is not one of :data:`constrained.dialects.DIALECTS`."""
 
 
 class CompileError(ConstrainedError, ValueError):
     """Tools cannot be compiled with these options: a tokenizer that lacks a
-    marker the dialect needs as a single token, a ``tool_choice`` naming no
-    tool, ``tool_choice="required"`` with no tools, an unknown option."""
+    marker the dialect needs as a single token, a tool name, key or enum
+    string the dialect cannot write, a ``tool_choice`` naming no tool,
+    ``tool_choice="required"`` with no tools, an unknown option."""
 
 
 class ConstraintError(ConstrainedError, RuntimeError):

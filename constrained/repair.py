@@ -23,6 +23,7 @@ from jsonschema.protocols import Validator
 from .errors import SchemaError
 from .frames import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from .schema.normalize import normalize_schema
+from .schema.validation import OFFLINE_REGISTRY
 from .schema.types import effective_type, json_types
 from .schema.values import json_type, member_frames
 
@@ -116,15 +117,16 @@ def _repair(given: dict[str, Any] | str, validator: Validator, normalized: Norma
 
 
 def _validator(schema: dict[str, Any]) -> Validator:
-    """The validator ``jsonschema`` picks for ``schema``, after checking the
-    schema against its metaschema (so validation itself cannot trip on it)."""
+    """The validator ``jsonschema`` picks for ``schema`` (nothing fetched: a
+    remote ``$ref`` does not resolve), after checking the schema against its
+    metaschema (so validation itself cannot trip on it)."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         path = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in exc.absolute_path)
         raise SchemaError(exc.message, path=path) from None
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(schema, registry=OFFLINE_REGISTRY, format_checker=cls.FORMAT_CHECKER)
 
 
 def _as_object(given: object) -> dict[str, Any]:

@@ -398,6 +398,17 @@ class Tokenizer:
         token that text lexemes never produce."""
         return token_id in self.token_table[1]
 
+    def special_tokens_in(self, texts: Sequence[str]) -> list[str | None]:
+        """For each text, the first special token its encoding holds, or
+        ``None``. Text holding one cannot be written as text: encoding turns
+        it into the token, which no text lexeme of a grammar matches."""
+        table, special = self.token_table
+        found: list[str | None] = []
+        for encoding in self.backend.encode_batch(list(texts), add_special_tokens=False):
+            first = next((token for token in encoding.ids if token in special), None)
+            found.append(None if first is None else table[first].decode("utf-8", "replace"))
+        return found
+
     @property
     def special_tokens(self) -> dict[str, int]:
         """Every special token, text -> id."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import ToolDefinitionError
 from .schema.keywords import walk_schemas
+from .schema.limits import check_nesting, too_deep
 
 __all__ = ["Tool", "load_tools", "load_tools_file"]
 
@@ -171,7 +172,7 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
             raw = cls.model_json_schema()
         except Exception as exc:  # user code: report it against the tool
             raise ToolDefinitionError(f"{where}: model_json_schema() failed: {exc}") from exc
-        params = _parameters(raw, where, bfcl=False)
+        params = _parameters(raw, cls.__name__, bfcl=False)
         # The class's own docstring only: inspect.getdoc would fall back to
         # BaseModel's docstring for a model that has none.
         doc = cls.__doc__
@@ -195,7 +196,7 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
     key = "inputSchema" if form == "mcp" else "parameters"
     raw = fields.get(key, {"type": "object", "properties": {}})
     return Tool(name, _description(fields.get("description"), where),
-                _parameters(raw, where, bfcl=form == "bfcl"), form)
+                _parameters(raw, name, bfcl=form == "bfcl"), form)
 
 
 def _description(value: object, where: str) -> str:
@@ -207,9 +208,11 @@ def _description(value: object, where: str) -> str:
     return value
 
 
-def _parameters(raw: object, where: str, *, bfcl: bool) -> dict[str, Any]:
-    """A private copy of the parameters schema, checked to describe an object
-    (arguments are always a JSON object) and with BFCL types mapped."""
+def _parameters(raw: object, name: str, *, bfcl: bool) -> dict[str, Any]:
+    """A private copy of the parameters schema, checked to nest no deeper
+    than :data:`~constrained.schema.limits.MAX_NESTING` and to describe an
+    object (arguments are always a JSON object), BFCL types mapped."""
+    where = f"tool {name!r}"
     if isinstance(raw, bool):
         # Same meaning, dict form: every later stage can assume a dict.
         return {} if raw else {"not": {}}
@@ -217,7 +220,11 @@ def _parameters(raw: object, where: str, *, bfcl: bool) -> dict[str, Any]:
         raise ToolDefinitionError(
             f"{where}: parameters must be a JSON object or boolean schema, got {type(raw).__name__}"
         )
-    params = copy.deepcopy(raw)
+    check_nesting(raw, name)
+    try:
+        params = copy.deepcopy(raw)
+    except RecursionError:
+        raise too_deep(name) from None
     if bfcl:
         _map_bfcl_types(params)
     declared = params.get("type", "object")

@@ -54,8 +54,12 @@ def child_schemas(keyword: str, value: Any) -> Iterator[tuple[str | int | None, 
 
 
 def walk_schemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """``schema`` and every object subschema nested in it, depth first."""
-    yield schema
-    for keyword, value in schema.items():
-        for _, child in child_schemas(keyword, value):
-            yield from walk_schemas(child)
+    """``schema`` and every object subschema nested in it, depth first
+    (with a stack, not recursion: it runs on schemas before their depth is
+    checked)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = [child for keyword, value in node.items() for _, child in child_schemas(keyword, value)]
+        stack.extend(reversed(children))

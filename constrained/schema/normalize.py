@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from referencing.jsonschema import DRAFT201909, DRAFT202012
 
-from ..errors import SchemaError, UnsatisfiableSchemaError
+from ..errors import SchemaError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames import (
     SUPPORTED_FORMATS,
     ArrayFrame,
@@ -40,7 +40,9 @@ from ..frames import (
     SchemaWarning,
     StringFrame,
 )
-from .refs import Unresolvable, enter, resolver_for, specification_of
+from .limits import MAX_DEPTH, MAX_EXPANSION, MAX_PROPERTIES, check_nesting
+from .patterns import pattern_problem, python_pattern
+from .refs import Unresolvable, enter, pointer_token, resolver_for, specification_of
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
@@ -178,6 +180,7 @@ def normalize_schema(
 
 class _Normalizer:
     def __init__(self, schema: Any, *, strict: bool, tool: str | None) -> None:
+        check_nesting(schema, tool)
         self.schema = schema
         self.strict = strict
         self.tool = tool
@@ -190,6 +193,8 @@ class _Normalizer:
         self.in_progress: set[frozenset[int]] = set()
         self.recursive_names: dict[frozenset[int], str] = {}
         self.memo: dict[frozenset[int], Frame] = {}
+        self.depth = 0
+        self.visits = 0
 
     def run(self, *, object_root: bool) -> NormalizedSchema:
         sites = [_Site(self.schema, self.resolver, "")]
@@ -217,6 +222,9 @@ class _Normalizer:
     def malformed(self, path: str, message: str) -> SchemaError:
         return SchemaError(message, tool=self.tool, path=path)
 
+    def past_limit(self, path: str, message: str) -> SchemaLimitError:
+        return SchemaLimitError(message, tool=self.tool, path=path)
+
     # -- conjunctions --------------------------------------------------------
 
     def frame(self, sites: list[_Site]) -> Frame:
@@ -231,12 +239,20 @@ class _Normalizer:
                 name = self._definition_name(content)
                 self.recursive_names[key] = name
             return RefFrame(name)
+        if self.depth >= MAX_DEPTH:
+            raise self.past_limit(
+                sites[0].path,
+                f"values nest more than {MAX_DEPTH} levels deep here; flatten the schema "
+                "(a recursive $ref has no such limit)",
+            )
         if key:
             self.in_progress.add(key)
+        self.depth += 1
         try:
             frame = self._frame_of_alternatives(alternatives)
         finally:
             self.in_progress.discard(key)
+            self.depth -= 1
         if key in self.recursive_names:
             name = self.recursive_names[key]
             self.definitions[name] = frame
@@ -267,8 +283,9 @@ class _Normalizer:
         recursion key)."""
         content: dict[int, _Site] = {}
         alternatives = [_Alternative([], {})]
+        self.visits = 0
         for site in sites:
-            alternatives = self._product(alternatives, self._flatten(site, frozenset(), content))
+            alternatives = self._bounded_product(alternatives, self._flatten(site, frozenset(), content), site.path)
         return alternatives, list(content.values())
 
     def _flatten(
@@ -282,6 +299,19 @@ class _Normalizer:
             return [_Alternative([site], {})]
         if not isinstance(node, dict):
             raise self.malformed(site.path, f"a schema must be an object or a boolean, got {node!r}")
+        self.visits += 1
+        if self.visits > MAX_EXPANSION:
+            raise self.past_limit(
+                site.path,
+                f"reading this value's schema visits more than {MAX_EXPANSION} subschemas through "
+                "$ref/allOf/anyOf/oneOf (definitions referenced many times over); simplify the schema",
+            )
+        if len(chain) >= MAX_DEPTH:
+            raise self.past_limit(
+                site.path, f"a chain of $ref/allOf/anyOf/oneOf more than {MAX_DEPTH} long reaches here"
+            )
+        for keyword in ("$defs", "definitions"):
+            self._schema_map(site, keyword)
         chain = chain | {id(node)}
         if set(node) - _ANNOTATIONS:
             content[id(node)] = site
@@ -293,7 +323,7 @@ class _Normalizer:
         result = self._product(result, [_Alternative([site], {})])
         for index, member in enumerate(self._schema_list(site, "allOf")):
             member_site = self._child(site, member, f"/allOf/{index}")
-            result = self._product(result, self._flatten(member_site, chain, content))
+            result = self._bounded_product(result, self._flatten(member_site, chain, content), site.path)
         for keyword in ("anyOf", "oneOf"):
             if keyword not in node:
                 continue
@@ -341,6 +371,22 @@ class _Normalizer:
             return [_Alternative([], {})]
         target_site = _Site(target, self._enter(resolved.resolver, target), _ref_path(ref))
         return self._flatten(target_site, chain, content)
+
+    def _bounded_product(self, left: list[_Alternative], right: list[_Alternative], path: str) -> list[_Alternative]:
+        """``left`` and ``right`` distributed, as long as that gives at most
+        :data:`MAX_ALTERNATIVES`; past it, ``right`` is relaxed to the sites
+        all its alternatives share (its unions are not enforced)."""
+        if len(left) * len(right) <= MAX_ALTERNATIVES:
+            return self._product(left, right)
+        self.warn(
+            path,
+            "anyOf/oneOf",
+            f"distributing the unions here would give more than {MAX_ALTERNATIVES} alternatives; "
+            "their branches are not enforced during generation",
+        )
+        others = [{id(site) for site in alternative.sites} for alternative in right[1:]]
+        shared = [site for site in right[0].sites if all(id(site) in ids for ids in others)]
+        return self._product(left, [_Alternative(shared, {})])
 
     @staticmethod
     def _product(left: list[_Alternative], right: list[_Alternative]) -> list[_Alternative]:
@@ -455,6 +501,8 @@ class _Normalizer:
                 enum = site.node["enum"]
                 if not isinstance(enum, list):
                     raise self.malformed(site.path, f"enum must be a list, got {enum!r}")
+                if not enum:
+                    raise _Unsatisfiable(site.path, "enum is empty, so no value is allowed; list at least one value")
                 here = enum if here is None else intersect_values(here, enum)
             if here is not None:
                 values = dedupe_values(here) if values is None else intersect_values(values, here)
@@ -489,6 +537,9 @@ class _Normalizer:
                 pattern = site.node["pattern"]
                 if not isinstance(pattern, str):
                     raise self.malformed(site.path, f"pattern must be a string, got {pattern!r}")
+                problem = pattern_problem(pattern)
+                if problem is not None:
+                    raise self.malformed(site.path, f"pattern {pattern!r}: {problem}")
                 if pattern not in patterns:
                     patterns.append(pattern)
             if "format" in site.node:
@@ -569,8 +620,9 @@ class _Normalizer:
             declares_keys = declares_keys or "properties" in site.node or "patternProperties" in site.node
             names.update(dict.fromkeys(declared))
             for pattern in pattern_properties:
+                self._check_key_pattern(site, pattern)
                 patterns.setdefault(pattern, []).append(
-                    self._child(site, pattern_properties[pattern], f"/patternProperties/{_escape(pattern)}")
+                    self._child(site, pattern_properties[pattern], f"/patternProperties/{pointer_token(pattern)}")
                 )
             if "additionalProperties" in site.node:
                 explicit_additional.append(
@@ -583,6 +635,10 @@ class _Normalizer:
                 required.update(dict.fromkeys(listed))
         names.update(required)
         where = _paths(nodes)
+        if len(names) > MAX_PROPERTIES:
+            raise self.past_limit(
+                where, f"the object declares {len(names)} keys, more than {MAX_PROPERTIES}; split the tool or use additionalProperties"
+            )
         properties: list[tuple[str, Frame]] = []
         forbidden: list[str] = []
         for name in names:
@@ -625,6 +681,17 @@ class _Normalizer:
             forbidden=tuple(forbidden),
         )
 
+    def _check_key_pattern(self, site: _Site, pattern: str) -> None:
+        """A ``patternProperties`` pattern must be a regular expression; one
+        no Python engine reads (ECMA's ``\\u{...}``) is kept with a warning,
+        and matches every key."""
+        path = f"{site.path}/patternProperties/{pointer_token(pattern)}"
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise self.malformed(path, f"pattern {pattern!r}: {problem}")
+        if python_pattern(pattern) is None:
+            self.warn(path, "patternProperties", f"{pattern!r} cannot be read here; it is taken to match every key")
+
     def _member_sites(self, nodes: list[_Site], name: str) -> list[_Site]:
         """Every node's schema for key ``name``: its ``properties`` entry and the
         ``patternProperties`` it matches, or else its ``additionalProperties``."""
@@ -632,12 +699,12 @@ class _Normalizer:
         for site in nodes:
             properties = self._schema_map(site, "properties")
             matched = [
-                self._child(site, schema, f"/patternProperties/{_escape(pattern)}")
+                self._child(site, schema, f"/patternProperties/{pointer_token(pattern)}")
                 for pattern, schema in self._schema_map(site, "patternProperties").items()
                 if pattern_matches(pattern, name)
             ]
             if name in properties:
-                sites.append(self._child(site, properties[name], f"/properties/{_escape(name)}"))
+                sites.append(self._child(site, properties[name], f"/properties/{pointer_token(name)}"))
             sites.extend(matched)
             if name not in properties and not matched and "additionalProperties" in site.node:
                 sites.append(self._child(site, site.node["additionalProperties"], "/additionalProperties"))
@@ -740,10 +807,6 @@ class _Normalizer:
 def _paths(sites: list[_Site]) -> str:
     paths = list(dict.fromkeys(site.path or "/" for site in sites))
     return paths[0] if len(paths) == 1 else " & ".join(paths)
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _ref_path(ref: str) -> str:

@@ -44,6 +44,12 @@ def resolver_for(schema: Any) -> Resolver:
     return registry.resolver(base_uri=ROOT_URI)
 
 
+def pointer_token(name: str) -> str:
+    """``name`` as one JSON Pointer reference token (RFC 6901: ``~`` is
+    written ``~0``, ``/`` is written ``~1``)."""
+    return name.replace("~", "~0").replace("/", "~1")
+
+
 def enter(
     resolver: Resolver, subschema: Any, specification: Specification[Any]
 ) -> Resolver:

@@ -9,7 +9,6 @@ with ``jsonschema``.
 from __future__ import annotations
 
 import math
-import re
 from fractions import Fraction
 from typing import Any, Hashable, Iterable, Mapping
 
@@ -28,6 +27,7 @@ from ..frames import (
     UnionFrame,
 )
 from .formats import format_matches
+from .patterns import python_pattern
 
 
 def json_type(value: Any) -> str:
@@ -97,24 +97,31 @@ def exact(number: int | float) -> Fraction:
 
 
 def pattern_matches(pattern: str, text: str) -> bool:
-    """ECMA 262 ``pattern`` semantics approximated with Python's ``re``
-    (unanchored search). A pattern Python cannot compile (``\\p{L}``) is
-    treated as matching: the check errs towards accepting."""
-    try:
-        return re.search(pattern, text) is not None
-    except re.error:
-        return True
+    """ECMA 262 ``pattern`` semantics approximated in Python (unanchored
+    search, :func:`~constrained.schema.patterns.python_pattern`). A pattern
+    no Python engine reads is treated as matching: the check errs towards
+    accepting."""
+    compiled = python_pattern(pattern)
+    return compiled is None or compiled.search(text) is not None
 
 
 def frame_accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {}) -> bool:
     """Whether ``value`` satisfies ``frame`` (following :class:`RefFrame` through
-    ``definitions``)."""
+    ``definitions``). A value nested too deep to check within Python's
+    recursion limit (a recursive schema allows any depth) is not accepted."""
+    try:
+        return _accepts(frame, value, definitions)
+    except RecursionError:
+        return False
+
+
+def _accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame]) -> bool:
     if isinstance(frame, RefFrame):
-        return frame_accepts(definitions[frame.name], value, definitions)
+        return _accepts(definitions[frame.name], value, definitions)
     if isinstance(frame, FreeFrame):
         return True
     if isinstance(frame, UnionFrame):
-        return any(frame_accepts(option, value, definitions) for option in frame.options)
+        return any(_accepts(option, value, definitions) for option in frame.options)
     if isinstance(frame, EnumFrame):
         key = json_key(value)
         return any(json_key(v) == key for v in frame.values)
@@ -173,7 +180,7 @@ def _array_ok(frame: ArrayFrame, value: list, definitions: Mapping[str, Frame]) 
             item_frame: Frame | None = frame.prefix_items[index]
         else:
             item_frame = frame.items
-        if item_frame is None or not frame_accepts(item_frame, item, definitions):
+        if item_frame is None or not _accepts(item_frame, item, definitions):
             return False
     return True
 
@@ -187,7 +194,7 @@ def _object_ok(frame: ObjectFrame, value: dict, definitions: Mapping[str, Frame]
         return False
     for key, item in value.items():
         frames = member_frames(frame, key)
-        if frames is None or not all(frame_accepts(f, item, definitions) for f in frames):
+        if frames is None or not all(_accepts(f, item, definitions) for f in frames):
             return False
     return True
 

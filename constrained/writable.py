@@ -1,0 +1,129 @@
+"""What a dialect can write: tool names, declared keys and enum/const strings
+are checked before compiling.
+
+A name, key or literal string a dialect cannot write and read back (a Qwen
+key with ``>``, a Gemma key with ``:``, text holding one of the tokenizer's
+special tokens, a raw value holding its own closing) would give a grammar
+that accepts calls the parser then misreads, or none at all. Such a tool
+set is refused with :class:`CompileError` naming the tool, the place, the
+dialect and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .dialects.base import Dialect
+from .errors import CompileError
+from .frames import ArrayFrame, EnumFrame, Frame, ObjectFrame, RefFrame, UnionFrame
+from .schema.refs import pointer_token
+from .schema.tool import NormalizedTool
+from .tokenizers import Tokenizer
+
+_SHOWN = 60
+"""Characters of a long text a message shows."""
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A name, key or string the grammar writes literally."""
+
+    kind: str  # "tool name", "key" or "string"
+    text: str
+    where: str  # a schema pointer, references followed ("" for the tool name)
+    top_level: bool
+
+
+def check_writable(dialect: Dialect, tool: NormalizedTool, tokenizer: Tokenizer) -> None:
+    """Raise :class:`CompileError` for the first name, declared key or
+    enum/const string of ``tool`` that ``dialect`` cannot write with
+    ``tokenizer`` and read back."""
+    texts = list(_texts(tool))
+    for item in texts:
+        _refuse_if(tool, dialect, item, _problem(dialect, item))
+    for item, special in zip(texts, tokenizer.special_tokens_in([item.text for item in texts])):
+        if special is not None:
+            _refuse_if(tool, dialect, item, f"it holds {special!r}, a special token of tokenizer {tokenizer.name!r}")
+
+
+def _problem(dialect: Dialect, item: _Text) -> str | None:
+    """Why ``dialect``'s syntax cannot hold ``item``, or ``None``."""
+    try:
+        item.text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"it holds {exc.object[exc.start]!r}, a lone surrogate UTF-8 cannot encode"
+    if item.kind == "tool name":
+        return dialect.name_problem(item.text)
+    if item.kind == "key":
+        return dialect.key_problem(item.text, item.top_level)
+    return dialect.text_problem(item.text, item.top_level)
+
+
+def _refuse_if(tool: NormalizedTool, dialect: Dialect, item: _Text, problem: str | None) -> None:
+    if problem is None:
+        return
+    # backslashreplace: a lone surrogate in the pointer would make the message unprintable.
+    pointer = item.where.encode("utf-8", "backslashreplace").decode("utf-8")
+    where = f" at {_shown(pointer)}" if item.kind != "tool name" else ""
+    remedy = "leave the value out" if item.kind == "string" else "rename it"
+    raise CompileError(
+        f"tool {_shown(tool.name)!r}: {item.kind} {_shown(item.text)!r}{where} cannot be written in dialect "
+        f"{dialect.name!r}: {problem}; {remedy} or use another dialect"
+    )
+
+
+def _shown(text: str) -> str:
+    """``text``, cut short for a message when long."""
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text)} characters)"
+
+
+def _texts(tool: NormalizedTool) -> Iterator[_Text]:
+    """The tool's name, then every declared key and enum/const string its
+    frames hold; ``top_level`` for an argument's key or whole value."""
+    yield _Text("tool name", tool.name, "", False)
+    definitions = tool.schema.definitions
+    # Frames are shared (a DAG): each is visited once per kind of place,
+    # by identity. Depth 0 is the arguments object, 1 an argument, 2 deeper.
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[Frame, str, int]] = [(tool.root, "", 0)]
+    while stack:
+        frame, where, depth = stack.pop()
+        if (id(frame), min(depth, 2)) in seen:
+            continue
+        seen.add((id(frame), min(depth, 2)))
+        if isinstance(frame, RefFrame):
+            stack.append((definitions[frame.name], where, depth))
+        elif isinstance(frame, UnionFrame):
+            stack.extend((option, where, depth) for option in frame.options)
+        elif isinstance(frame, ObjectFrame):
+            for key, value in frame.properties:
+                yield _Text("key", key, f"{where}/properties/{pointer_token(key)}", depth == 0)
+                stack.append((value, f"{where}/properties/{pointer_token(key)}", depth + 1))
+            for pattern, value in frame.pattern_properties:
+                stack.append((value, f"{where}/patternProperties/{pointer_token(pattern)}", depth + 1))
+            if frame.additional is not None:
+                stack.append((frame.additional, f"{where}/additionalProperties", depth + 1))
+        elif isinstance(frame, ArrayFrame):
+            stack.extend((item, f"{where}/prefixItems/{i}", depth + 1) for i, item in enumerate(frame.prefix_items))
+            if frame.items is not None:
+                stack.append((frame.items, f"{where}/items", depth + 1))
+        elif isinstance(frame, EnumFrame):
+            for value in frame.values:
+                yield from _literal_texts(value, f"{where}/enum", depth == 1)
+
+
+def _literal_texts(value: Any, where: str, top_level: bool) -> Iterator[_Text]:
+    """The keys and strings of one enum/const value."""
+    stack = [(value, top_level)]
+    while stack:
+        item, top = stack.pop()
+        if isinstance(item, str):
+            yield _Text("string", item, where, top)
+        elif isinstance(item, dict):
+            for key, member in item.items():
+                yield _Text("key", key, where, False)
+                stack.append((member, False))
+        elif isinstance(item, list):
+            stack.extend((member, False) for member in item)
+
