@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import logging
 import sys
 import textwrap
@@ -40,7 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import jsonschema
 import llguidance
 import numpy as np
 import torch
@@ -51,7 +49,7 @@ from constrained.schema.tool import normalize_tools
 from constrained.tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from corpus import CORPUS, bfcl_entries  # noqa: E402  (the corpus reader the tests use)
+from corpus import bfcl_entries, mcp_calls  # noqa: E402  (the corpus reader the tests use)
 from report import BENCH, environment, plot_distributions, summary, write_section  # noqa: E402
 
 PYTHON = inspect.getsource(textwrap)[:3000]  # real Python source, fixed per Python version
@@ -106,42 +104,10 @@ def workloads(bfcl_stride: int) -> list[Workload]:
 def mcp_cases() -> list[Case]:
     """One call per MCP corpus tool, every tool of its server declared."""
     cases = []
-    for path in sorted((CORPUS / "mcp").glob("*.json")):
-        tools = normalize_tools(json.loads(path.read_text()))
-        specs = [{"type": "function", "function": openai_function(t)} for t in tools]
-        for tool in tools:
-            arguments = sample_arguments(tool.parameters, tool.parameters.get("$defs", {}))
-            if isinstance(arguments, dict) and jsonschema.Draft202012Validator(tool.parameters).is_valid(arguments):
-                cases.append(Case(specs, [(tool.name, arguments)]))
+    for call in mcp_calls():
+        specs = [{"type": "function", "function": openai_function(t)} for t in normalize_tools(call.tools)]
+        cases.append(Case(specs, [(call.name, call.arguments)]))
     return cases
-
-
-def sample_arguments(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
-    """A plain value for ``schema``: every property filled, short text."""
-    if not isinstance(schema, dict) or depth > 6:
-        return None
-    if "$ref" in schema:
-        return sample_arguments(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs, depth + 1)
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return sample_arguments(schema[key][0], defs, depth + 1)
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "const" in schema:
-        return schema["const"]
-    kind = schema.get("type")
-    kind = kind[0] if isinstance(kind, list) else kind
-    if kind == "object" or "properties" in schema:
-        return {k: sample_arguments(v, defs, depth + 1) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [sample_arguments(schema.get("items", {}), defs, depth + 1)] * max(schema.get("minItems", 1), 1)
-    if kind in ("integer", "number"):
-        return schema.get("minimum", schema.get("default", 3))
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return schema.get("default") if isinstance(schema.get("default"), str) else "example text"
 
 
 # -- engines -----------------------------------------------------------------

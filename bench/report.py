@@ -15,6 +15,12 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "RESULTS.md"
 TITLE = "# Benchmarks, side by side\n\nEach section is written by the script it names; ratios compare engines measured in the same run.\n"
+CONFORMANCE = BENCH / "CONFORMANCE.md"
+# The head of each report file, whichever script writes to it first.
+TITLES = {
+    RESULTS: TITLE,
+    CONFORMANCE: "# Conformance\n\nEach section is written by the script it names (`bench/conformance.py`: `jsts`, `maskbench`, `roundtrip`; `bench/fuzz.py`: `fuzz`).\n",
+}
 
 
 def environment() -> str:
@@ -40,10 +46,14 @@ def summary(times: list[float]) -> tuple[float, float, float, float]:
 
 
 def write_section(name: str, markdown: str, path: Path = RESULTS) -> None:
-    """Replace the section ``name`` of ``path`` (added at the end if new)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else TITLE
-    if not text.startswith(TITLE):
-        text = TITLE
+    """Replace the section ``name`` of ``path`` (added at the end if new),
+    under the file's title (:data:`TITLES`)."""
+    title = TITLES.get(Path(path).resolve(), TITLE)
+    text = path.read_text(encoding="utf-8") if path.exists() else title
+    if not text.startswith(title):
+        # Another head (an older title): keep the sections, renew the head.
+        sections = text.find("<!-- ")
+        text = title + ("\n" + text[sections:] if sections >= 0 else "")
     begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
     block = f"{begin}\n{markdown.strip()}\n{end}"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)

@@ -22,6 +22,7 @@ from .dialects.segments import CallSegment, Parsed, Raw, Segment
 from .frames import Frame, FreeFrame, ObjectFrame
 from .schema.tool import NormalizedTool, normalize_tools
 from .schema.types import json_types
+from .schema.validation import validator_for
 from .schema.values import frame_accepts, member_frames
 
 # Calls longer than this (in bytes of markup) are rejected, not parsed.
@@ -150,11 +151,15 @@ def read_raw(text: str, frame: Frame, tool: NormalizedTool, key: str, python_lit
 
 
 _NO_READING: Any = object()
+_JSON_WHITESPACE = " \t\n\r"
 
 
 def _non_string_reading(text: str, python_literals: bool) -> Any:
     if python_literals and text in _PYTHON_LITERALS:
         return (_PYTHON_LITERALS[text],)
+    if text != text.strip(_JSON_WHITESPACE):
+        # json.loads skips it; the grammar never writes a JSON value with it.
+        return _NO_READING
     try:
         return (json.loads(text),)
     except ValueError:
@@ -182,9 +187,7 @@ def _required(root: Frame) -> list[str]:
 def validate(tool: NormalizedTool, arguments: dict[str, Any]) -> None:
     """Validate against the tool's full JSON Schema, including every keyword
     the grammar relaxed."""
-    schema = tool.parameters
-    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    validator = validator_for(tool.parameters)
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     except Exception as exc:  # a reference the validator cannot follow, a bad pattern

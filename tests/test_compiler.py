@@ -21,8 +21,10 @@ import pytest
 from corpus import mcp_tools
 
 from constrained.compiler import CompiledTools, compile_tools
+from constrained.conformance import Outcome, judge_call
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.errors import CompileError, UnknownDialectError
+from constrained.parse import parse_tool_calls
 from constrained.tokenizers import Tokenizer, load_tokenizer
 
 TOKENIZER_OF = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
@@ -747,6 +749,87 @@ def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
     }[dialect]
     assert_accepted(ct, call)
     assert_rejected(ct, call.replace("2", "two"))
+
+
+@pytest.mark.parametrize(
+    "kind, step, multiple, other, exact",
+    [
+        ("integer", 5, "15", "7", True),
+        ("integer", 86400, "172800", "86401", True),  # 864 units: trailing zeros cost nothing
+        ("number", 0.01, "0.5", "0.015", True),
+        ("number", 3, "-9", "4", True),
+        # llguidance reads the float 0.07 as 7000000000000001 units and refused the whole grammar.
+        ("number", 0.07, "0", "0.05", False),
+        # llguidance rejected 0.015 (written with fewer decimals than the step) ...
+        ("number", 0.0075, "0.015", "0.01", False),
+        # ... and the exponent form json.dumps writes (3e-08).
+        ("number", 1e-8, "3e-08", "1.5e-09", False),
+        # An integer multiple of 0.123456789 is a multiple of 123456789: so many automaton states
+        # that llguidance aborted the process (JSON-Schema-Test-Suite, multipleOf "float division = inf").
+        ("integer", 0.123456789, "370370367", "5", False),
+        ("integer", 1000003, "2000006", "5", False),  # a prime: seconds and hundreds of MB to build
+    ],
+)
+def test_a_multiple_of_too_fine_for_the_automaton_is_a_relaxation(kind, step, multiple, other, exact):
+    """A ``multipleOf`` llguidance cannot take (too many units, or a float it
+    cannot read exactly) is left to the parser's validation and reported;
+    others are enforced by the constraint."""
+    ct = compiled([function("m", {"x": {"type": kind, "multipleOf": step}}, ["x"])], "hermes", tool_choice="required")
+    assert [w.warning.keyword for w in ct.warnings] == ([] if exact else ["multipleOf"])
+
+    def call(value: str) -> str:
+        return f'<tool_call>\n{{"name": "m", "arguments": {{"x": {value}}}}}\n</tool_call>'
+
+    assert_accepted(ct, call(multiple))
+    assert parse_tool_calls(call(multiple), ct.tools, "hermes").errors == []
+    assert accepted(ct, call(other)) is not exact
+    assert parse_tool_calls(call(other), ct.tools, "hermes").errors != []
+
+
+# Found by bench/conformance.py; each instance is rendered in the dialect,
+# checked, parsed back and compared (constrained.conformance).
+GRAMMAR_CONFORMANCE_CASES = [
+    # An integral number in an enum or const has two spellings (JSON Schema: -2 == -2.0).
+    ({"x": {"const": -2.0}}, [({"x": -2}, Outcome.ACCEPTED), ({"x": -2.0}, Outcome.ACCEPTED), ({"x": 2}, Outcome.REJECTED)]),
+    ({"x": {"enum": [1, [3.0]]}}, [({"x": 1.0}, Outcome.ACCEPTED), ({"x": [3]}, Outcome.ACCEPTED), ({"x": 3}, Outcome.REJECTED)]),
+    # hermes took llguidance's formats, which ignore leap years and IPv4-suffixed IPv6.
+    ({"x": {"type": "string", "format": "date"}}, [({"x": "2021-02-29"}, Outcome.REJECTED), ({"x": "2020-02-29"}, Outcome.ACCEPTED)]),
+    ({"x": {"type": "string", "format": "ipv6"}}, [({"x": "::ffff:192.168.0.1"}, Outcome.ACCEPTED), ({"x": "1::2::3"}, Outcome.REJECTED)]),
+    # ECMA's \s holds U+3000 (hermes read patterns with Rust's \s; [\s] missed it everywhere).
+    ({"x": {"type": "string", "pattern": "^[\\s]$"}}, [({"x": "\u3000"}, Outcome.ACCEPTED), ({"x": "a"}, Outcome.REJECTED)]),
+    ({"x": {"type": "string", "pattern": "^\\S$"}}, [({"x": "\ufeff"}, Outcome.REJECTED), ({"x": "a"}, Outcome.ACCEPTED)]),
+]
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+@pytest.mark.parametrize("properties, instances", GRAMMAR_CONFORMANCE_CASES)
+def test_grammar_conformance_cases(dialect, properties, instances):
+    ct = compiled([function("f", properties, list(properties))], dialect, tool_choice="required")
+    for arguments, outcome in instances:
+        verdict = judge_call(ct, "f", arguments, outcome is Outcome.ACCEPTED)
+        assert verdict.outcome is outcome and verdict.exact, (arguments, verdict)
+
+
+@pytest.mark.parametrize("dialect", ALL_DIALECTS)
+def test_bounds_llguidance_cannot_read_are_a_relaxation(dialect):
+    """llguidance turns integer bounds from about 2**62 on into no regex and
+    refused the whole grammar (or, past 2**63, into a wrong bound: maximum
+    1e300 rejected 10**299); such a bound is relaxed, the other kept."""
+    properties = {"x": {"type": "integer", "minimum": -(2**63), "maximum": 5}, "y": {"type": "integer", "maximum": 1e300}}
+    ct = compiled([function("f", properties, ["x"])], dialect, tool_choice="required")
+    assert sorted((w.warning.keyword, w.warning.path) for w in ct.warnings) == [
+        ("maximum", "/properties/y"), ("minimum", "/properties/x")]
+    assert judge_call(ct, "f", {"x": 5, "y": 10**299}, True).outcome is Outcome.ACCEPTED
+    assert judge_call(ct, "f", {"x": 6}, False).outcome is Outcome.REJECTED
+
+
+def test_overlapping_pattern_properties_are_a_relaxation():
+    """A key matching two patterns must satisfy both schemas; the grammar
+    holds it to one, so it says so."""
+    schema = {"type": "object", "patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}}
+    ct = compile_tools([{"name": "f", "parameters": schema}], "hermes", tok("qwen3"), tool_choice="required", strict=False)
+    assert [w.warning.keyword for w in ct.warnings] == ["patternProperties"]
+    assert judge_call(ct, "f", {"aaaa": 31}, False).outcome is Outcome.REJECTED_BY_VALIDATION
 
 
 # -- bad input ------------------------------------------------------------------------------

@@ -24,11 +24,10 @@ and functiongemma every third (a fixed stride).
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import jsonschema
 import pytest
@@ -37,6 +36,7 @@ from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.dialects.gemma import Gemma4, render_value
 from constrained.dialects.raw_values import raw_text
+from constrained.dialects.representable import unrepresentable
 from constrained.errors import ConstrainedError
 from constrained.parse import parse_tool_calls
 from constrained.frames import (
@@ -54,11 +54,11 @@ from constrained.frames import (
     UnionFrame,
 )
 from constrained.schema.tool import NormalizedTool, normalize_tool, normalize_tools
-from constrained.schema.values import frame_accepts, pattern_matches
+from constrained.schema.values import frame_accepts
 from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
 
-from corpus import CORPUS, BfclEntry, bfcl_entries, bfcl_functions, mcp_tools
+from corpus import bfcl_entries, bfcl_facts, bfcl_functions, maskbench_groups, mcp_tools
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
@@ -81,31 +81,6 @@ BFCL_INVALID = {
     "simple_200",  # required fuel_efficiency has only "" (omitted) as acceptable value
 }
 BFCL_CLOSED_BY_STRICT = {"parallel_multiple_26"}  # key "type" is not declared by bank.calculate_balance
-
-
-def bfcl_fact(entry: BfclEntry, tools: dict[str, NormalizedTool]) -> tuple[str, str] | None:
-    """Why the entry's ground truth is no valid call (kind, detail), or ``None``."""
-    for name, arguments in entry.calls:
-        tool = tools.get(name)
-        if tool is None:
-            return "unknown function", name
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.parameters).iter_errors(arguments))
-        if error is not None:
-            return "invalid per schema", f"{name}: {error.message}"
-        if not frame_accepts(tool.root, arguments, tool.schema.definitions):
-            return "closed by strict", f"{name}: {sorted(arguments)}"
-    return None
-
-
-@lru_cache(maxsize=None)
-def bfcl_facts() -> dict[str, tuple[str, str]]:
-    facts = {}
-    for entry in bfcl_entries():
-        tools = {tool.name: normalize_tool(tool) for tool in load_tools(entry.functions)}
-        fact = bfcl_fact(entry, tools)
-        if fact is not None:
-            facts[entry.id] = fact
-    return facts
 
 
 def test_bfcl_corpus_facts():
@@ -170,86 +145,6 @@ def test_bfcl_prefixes_parse_without_completing_a_cut_call(dialect):
 
 # -- MaskBench ---------------------------------------------------------------
 
-# Key text each dialect can write for a key that is not declared (declared
-# keys are literals and may be anything): XML parameter names, GLM arg keys,
-# JSON keys without escapes (the grammar writes none), Gemma's bare keys.
-QWEN_KEY = re.compile(r"[^>\n]+")
-GLM_KEY = re.compile(r"[^<\n]+")
-JSON_KEY = re.compile(r'[^"\\\x00-\x1f]+')
-GEMMA_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
-
-
-@dataclass(frozen=True)
-class Part:
-    """A key or a string inside a call's arguments."""
-
-    kind: str  # "key" or "string"
-    text: str
-    top: bool  # a top-level argument: its key, or its whole value
-    position: str  # keys: "declared", "extra" (an object frame's undeclared key) or "free" (inside an untyped value)
-
-
-def parts(value: Any, frame: Frame, schema: NormalizedSchema, depth: int = 0) -> Iterator[Part]:
-    """The keys and strings of ``value`` (the arguments at ``depth`` 0), each
-    with how the grammar writes it (a union takes its first option that
-    accepts the value, as the renderer does)."""
-    frame = schema.resolve(frame)
-    if isinstance(frame, UnionFrame):
-        frame = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), FreeFrame())
-        frame = schema.resolve(frame)
-    if isinstance(value, str):
-        yield Part("string", value, depth == 1, "")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            child: Frame = FreeFrame()
-            position = "free"
-            if isinstance(frame, ObjectFrame):
-                declared = frame.property(key)
-                matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
-                position = "extra" if declared is None else "declared"
-                child = declared or (matched[0] if matched else frame.additional) or FreeFrame()
-            elif isinstance(frame, EnumFrame):
-                position = "declared"
-            yield Part("key", key, depth == 0, position)
-            yield from parts(item, child, schema, depth + 1)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            child = FreeFrame()
-            if isinstance(frame, ArrayFrame):
-                prefix = frame.prefix_items
-                child = prefix[index] if index < len(prefix) else frame.items or FreeFrame()
-            yield from parts(item, child, schema, depth + 1)
-
-
-def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any]) -> str | None:
-    """Why ``dialect`` cannot write these arguments, or ``None``."""
-    tokenizer = load_tokenizer(TOKENIZERS[dialect])
-    gemma = isinstance(get_dialect(dialect), Gemma4)
-    for part in parts(arguments, tool.root, tool.schema):
-        if any(tokenizer.is_special(t) for t in tokenizer.encode(part.text)):
-            return f"{part.kind} {part.text!r} holds a special token"
-        if part.kind == "key":
-            if gemma and part.position != "declared" and not GEMMA_KEY.fullmatch(part.text):
-                return f"key {part.text!r} is no bare Gemma key"
-            if gemma or part.position != "extra":
-                continue
-            syntax = JSON_KEY if not part.top or dialect == "hermes" else QWEN_KEY if dialect == "qwen3_coder" else GLM_KEY
-            if not syntax.fullmatch(part.text):
-                return f"undeclared key {part.text!r} has characters the key syntax cannot hold"
-        elif part.top and dialect == "qwen3_coder" and "\n</parameter>\n" in f"\n{part.text}\n":
-            return "raw text holds a line </parameter>"
-        elif part.top and dialect in ("glm45", "glm47") and "</arg_value>" in part.text:
-            return "raw text holds </arg_value>"
-    return None
-
-
-@lru_cache(maxsize=None)
-def maskbench_cases() -> tuple[tuple[str, Any], ...]:
-    return tuple(
-        (path.name, json.loads(path.read_text())) for path in sorted((CORPUS / "maskbench").glob("*.json"))
-    )
-
-
 # What each dialect's sample holds, measured. "normalization raises": the
 # parameters resolve to an enum or const of objects, which normalize_tool
 # refuses. "unrepresentable": undeclared keys that are no bare Gemma key
@@ -276,13 +171,14 @@ def test_maskbench_valid_instances_accepted(dialect):
     reasons = []
     rejected = []
     not_round_trip = []
-    for name, case in sampled(list(maskbench_cases()), dialect):
-        instances = [test["data"] for test in case["tests"] if test["valid"] and isinstance(test["data"], dict)]
+    for case in sampled(list(maskbench_groups()), dialect):
+        name = case.source
+        instances = [test.data for test in case.tests if test.valid and isinstance(test.data, dict)]
         if not instances:
             counts["no valid object instance"] += 1
             continue
         try:
-            tools = load_tools([{"name": "f", "parameters": case["schema"]}], format="function")
+            tools = load_tools([{"name": "f", "parameters": case.schema}], format="function")
         except ConstrainedError:
             counts["not an object schema"] += 1
             continue
@@ -293,7 +189,7 @@ def test_maskbench_valid_instances_accepted(dialect):
             continue
         (tool,) = compiled.tools
         for data in instances:
-            reason = unrepresentable(dialect, tool, data)
+            reason = unrepresentable(dialect, tool, data, tokenizer)
             text = chosen_dialect.render_call(tool, data, "trained")
             result = compiled.check(text)
             if reason is not None:
@@ -546,7 +442,7 @@ def test_unrepresentable_is_refused(dialect, properties, arguments, reason):
     schema = {"type": "object", "properties": properties}
     compiled = compile_tools([{"name": "f", "parameters": schema}], dialect, TOKENIZERS[dialect], strict=False)
     (tool,) = compiled.tools
-    assert reason in (unrepresentable(dialect, tool, arguments) or "")
+    assert reason in (unrepresentable(dialect, tool, arguments, compiled.tokenizer) or "")
     assert not compiled.check(get_dialect(dialect).render_call(tool, arguments, "trained")).accepted
 
 
@@ -566,6 +462,11 @@ LEXING_CASES = [
     ({"properties": {"x": {"anyOf": [{"const": [1, 2]}, {"type": "array"}]}}}, {"x": [1, 3]}),
     # Enum text beside a pattern string that reads on past the closing tag.
     ({"properties": {"x": {"anyOf": [{"enum": ["ab"]}, {"type": "string", "pattern": "^a.*z$"}]}}}, {"x": "ab"}),
+    # A number, boolean or null beside a string whose lexeme reads on past the
+    # closing (the string needs two characters, or a letter anywhere).
+    ({"properties": {"x": {"anyOf": [{"type": "string", "minLength": 2}, {"type": "integer"}]}}}, {"x": 1}),
+    ({"properties": {"x": {"type": ["string", "number", "boolean", "null"], "pattern": "x"}}}, {"x": 2.5}),
+    ({"properties": {"x": {"type": ["string", "boolean", "null"], "pattern": "x"}}}, {"x": None}),
     # Pattern text that may hold the closing tag's characters.
     ({"properties": {"x": {"type": "string", "pattern": "^/dev/[^/]+(/[^/]+)*$"}, "y": {"type": "integer"}}}, {"x": "/dev/sda1", "y": 1}),
 ]

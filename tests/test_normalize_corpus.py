@@ -8,7 +8,6 @@ rejected unless the normalizer reported a relaxation for that schema.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
@@ -19,78 +18,45 @@ from constrained.schema.tool import normalize_tool
 from constrained.schema.values import frame_accepts
 from constrained.tools import load_tools
 
-from corpus import CORPUS, bfcl_functions, mcp_tools
-
-# Where the frames knowingly differ from the JSON-Schema-Test-Suite, by
-# (file, test group): why.
-JSTS_DEVIATIONS = {
-    ("format.json", "email format"): "formats are enforced, not annotations",
-    ("format.json", "ipv4 format"): "formats are enforced, not annotations",
-    ("format.json", "ipv6 format"): "formats are enforced, not annotations",
-    ("format.json", "date format"): "formats are enforced, not annotations",
-    ("format.json", "date-time format"): "formats are enforced, not annotations",
-    ("format.json", "time format"): "formats are enforced, not annotations",
-    ("format.json", "uuid format"): "formats are enforced, not annotations",
-    ("format.json", "hostname format"): "formats are enforced, not annotations",
-    ("format.json", "uri format"): "formats are enforced, not annotations",
-    ("pattern.json", "pattern with Unicode property escape requires unicode mode"): (
-        "Python's re lacks \\p{...}; frame_accepts treats such patterns as matching"
-    ),
-    ("vocabulary.json", "schema that uses custom metaschema with with no validation vocabulary"): (
-        "custom metaschemas that switch off the validation vocabulary are not read"
-    ),
-}
-
-
-def jsts_groups():
-    for path in sorted((CORPUS / "jsts" / "draft2020-12").glob("*.json")):
-        for group in json.loads(path.read_text()):
-            yield path.name, group
+from corpus import FRAME_DEVIATIONS, bfcl_functions, jsts_groups, maskbench_groups, mcp_tools
 
 
 def test_jsts_verdicts():
     counts: Counter[str] = Counter()
     misses = []
-    for file_name, group in jsts_groups():
-        if (file_name, group["description"]) in JSTS_DEVIATIONS:
+    for group in jsts_groups():
+        if (group.source, group.description) in FRAME_DEVIATIONS:
             counts["deviation"] += 1
             continue
         try:
-            normalized = normalize_schema(group["schema"], strict=False)
+            normalized = normalize_schema(group.schema, strict=False)
         except UnsatisfiableSchemaError:
             # Only schemas no value satisfies may be refused.
-            assert not any(test["valid"] for test in group["tests"]), group["description"]
+            assert not any(test.valid for test in group.tests), group.description
             counts["unsatisfiable"] += 1
             continue
-        for test in group["tests"]:
-            accepted = frame_accepts(normalized.root, test["data"], normalized.definitions)
-            if test["valid"] and not accepted:
-                misses.append((file_name, group["description"], test["description"], "valid rejected"))
-            elif not test["valid"] and accepted and not normalized.warnings:
-                misses.append((file_name, group["description"], test["description"], "invalid accepted"))
+        for test in group.tests:
+            accepted = frame_accepts(normalized.root, test.data, normalized.definitions)
+            if test.valid and not accepted:
+                misses.append((group.source, group.description, test.description, "valid rejected"))
+            elif not test.valid and accepted and not normalized.warnings:
+                misses.append((group.source, group.description, test.description, "invalid accepted"))
             counts["relaxed" if normalized.warnings else "exact"] += 1
     assert misses == []
     assert counts["exact"] > 500 and counts["unsatisfiable"] == 7, counts
 
 
-def maskbench_cases():
-    for path in sorted((CORPUS / "maskbench").glob("*.json")):
-        yield path.name, json.loads(path.read_text())
-
-
 def test_maskbench_verdicts():
     counts: Counter[str] = Counter()
     misses = []
-    for name, case in maskbench_cases():
-        schema = case["schema"]
-        normalized = normalize_schema(schema, strict=False)
-        for test in case["tests"]:
-            valid = test["valid"]
-            accepted = frame_accepts(normalized.root, test["data"], normalized.definitions)
-            if valid and not accepted:
-                misses.append((name, test["description"], "valid rejected"))
-            elif not valid and accepted and not normalized.warnings:
-                misses.append((name, test["description"], "invalid accepted"))
+    for case in maskbench_groups():
+        normalized = normalize_schema(case.schema, strict=False)
+        for test in case.tests:
+            accepted = frame_accepts(normalized.root, test.data, normalized.definitions)
+            if test.valid and not accepted:
+                misses.append((case.source, test.description, "valid rejected"))
+            elif not test.valid and accepted and not normalized.warnings:
+                misses.append((case.source, test.description, "invalid accepted"))
             counts["instances"] += 1
         counts["relaxed" if normalized.warnings else "exact"] += 1
     assert misses == []

@@ -117,6 +117,17 @@ def test_a_union_of_string_and_integer_takes_the_integer_only_when_valid():
     assert read("five") == "five"
 
 
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47"])
+@pytest.mark.parametrize("raw", ["1\n", " 1", "\t[1]", "{}\r\n"], ids=repr)
+def test_raw_text_with_surrounding_whitespace_is_no_json_reading(dialect, raw):
+    """The grammar writes JSON values without surrounding whitespace, so in
+    a union such text is the string it looks like (json.loads would skip the
+    whitespace and read the number 1 out of the string "1\n")."""
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"v": {"type": ["string", "integer", "array", "object"]}}}}
+    text = render_tool_calls([{"name": "f", "arguments": {"v": raw}}], [tool], dialect)
+    assert arguments(parse_tool_calls(text, [tool], dialect)) == {"v": raw}
+
+
 def test_two_calls_come_back_in_source_order():
     calls = [
         {"name": "write_file", "arguments": {"path": "b", "content": "2"}},
@@ -200,11 +211,21 @@ def test_duplicate_keys_in_hermes_json_are_malformed():
 
 
 def test_a_schema_the_validator_cannot_follow_fails_closed_without_raising():
-    tool = {"name": "f", "parameters": {"type": "object", "properties": {"a": {"$ref": "http://example.com/x.json"}}}}
-    text = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+    # The normalizer does not read inside `not` (relaxed); the validator trips on it.
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"a": {"not": {"minLength": "x"}}}}}
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": "text"}}\n</tool_call>'
     result = parse_tool_calls(text, [tool], "hermes")
     assert result.tool_calls == [] and result.content == text
-    assert "cannot be validated" in result.errors[0].reason and "http://example.com/x.json" in result.errors[0].reason
+    assert "cannot be validated" in result.errors[0].reason
+
+
+def test_a_remote_ref_is_never_fetched_and_reads_as_any_value(monkeypatch):
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("fetched a remote $ref"))
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"a": {"$ref": "http://example.com/x.json"}}}}
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+    assert arguments(parse_tool_calls(text, [tool], "hermes")) == {"a": 1}
 
 
 def test_a_key_matching_a_pattern_property_is_typed_by_that_pattern():

@@ -23,6 +23,7 @@ from constrained.constraint import RowState, ToolCallConstraint
 from constrained.dialects import get_dialect
 from constrained.dialects.base import Markers
 from constrained.dialects.raw_values import ValueKind
+from constrained.errors import CompileError
 from constrained.schema.tool import normalize_tool
 from constrained.text_masks import _utf8_prefix, kmp_transitions, text_frame_masks
 from constrained.tools import load_tools
@@ -254,15 +255,13 @@ def test_value_kind(parameters, key, kind):
     assert value_kind(parameters, key) is kind
 
 
-def test_enum_holding_the_closing_is_not_followed():
-    """A tool whose enum value holds the closing text gets no precomputed
-    rows: the first closing would not end that value."""
+def test_enum_holding_the_closing_is_refused():
+    """A top-level enum value holding the closing text cannot be written in
+    qwen3_coder (the first closing would end it), so the tool is refused
+    rather than given a grammar the parser would misread."""
     spec = tool("f", {"a": {"enum": ["x\n</parameter>\n<parameter=b>\ny"]}, "b": {"type": "string"}})
-    compiled = compiled_for("qwen3_coder", [spec])
-    pair = Pair(compiled)
-    pair.run(rendered_tokens(compiled, [("f", {"a": "x\n</parameter>\n<parameter=b>\ny", "b": "text " * 20})]))
-    assert pair.constraint.state(0) is RowState.FINISHED
-    assert pair.constraint.precomputed_rows == 0
+    with pytest.raises(CompileError, match="cannot be written in dialect 'qwen3_coder'"):
+        compiled_for("qwen3_coder", [spec])
 
 
 def test_precomputed_masks_of_the_qwen_closing():

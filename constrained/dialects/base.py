@@ -93,6 +93,21 @@ class Dialect(ABC):
         lines = [json.dumps({"type": "function", "function": openai_function(t)}, ensure_ascii=False) for t in tools]
         return "You can call these tools:\n" + "\n".join(lines)
 
+    def name_problem(self, name: str) -> str | None:
+        """Why a tool called ``name`` cannot be written and read back in
+        this dialect's calls, or ``None``."""
+        return None
+
+    def key_problem(self, key: str, top_level: bool) -> str | None:
+        """Why a declared key cannot be written and read back (an argument's
+        key when ``top_level``, else a key inside a value), or ``None``."""
+        return None
+
+    def text_problem(self, text: str, top_level: bool) -> str | None:
+        """Why an enum or const string cannot be written and read back (a
+        whole argument when ``top_level``, else a string inside a value), or ``None``."""
+        return None
+
     def grammar(self) -> str:
         """The fixed parts: ``grammars/<name>.lark``."""
         return resources.files("constrained.grammars").joinpath(f"{self.name}.lark").read_text(encoding="utf-8")

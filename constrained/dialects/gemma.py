@@ -40,6 +40,14 @@ class Gemma4(Dialect):
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         return f"{literal(tool.name)} {emitter.value(tool.root)}"
 
+    def name_problem(self, name: str) -> str | None:
+        return "call:NAME{ ends the name at its first '{'" if "{" in name else None
+
+    def key_problem(self, key: str, top_level: bool) -> str | None:
+        if not key or any(c in key for c in _KEY_STOPS):
+            return f"a bare key may not be empty or hold any of {_KEY_STOPS}"
+        return None
+
     def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
         """Each tool as ``declaration:NAME{description:...,parameters:...}``
         in Gemma's value syntax, keys sorted, between the declaration markers,
@@ -163,7 +171,7 @@ class _ValueReader:
         while True:
             colon = self.text.find(":", self.position)
             key = self.text[self.position : colon] if colon >= 0 else ""
-            if not key or any(c in key for c in "{}[],<") or self.delimiter in key:
+            if not key or any(c in key for c in _KEY_STOPS) or self.delimiter in key:
                 raise self.fail("a key and ':'")
             self.position = colon + 1
             members.append((key, self.value()))
@@ -218,4 +226,5 @@ class _ValueReader:
                 raise self.fail("',' or ']'")
 
 
+_KEY_STOPS = ":{}[],<"
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")

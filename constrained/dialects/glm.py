@@ -3,6 +3,7 @@ for the rest. GLM-4.7 writes the same bytes without the newlines."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -50,6 +51,22 @@ class Glm45(RawValueDialect):
             )
             bodies.append(f"{literal(tool.name)}{newline} {members}".strip())
         return " | ".join(f"({body})" for body in bodies)
+
+    def name_problem(self, name: str) -> str | None:
+        return None if _NAME.fullmatch(name) else "the name after <tool_call> may not be empty or hold '<' or a newline"
+
+    def key_problem(self, key: str, top_level: bool) -> str | None:
+        if top_level and not _NAME.fullmatch(key):
+            return "<arg_key>KEY</arg_key> needs a key without '<' or a newline"
+        return self.text_problem(key, top_level)
+
+    def text_problem(self, text: str, top_level: bool) -> str | None:
+        # A raw value ends at its first </arg_value>; a JSON one where that is
+        # followed by the newline (glm45), which JSON text never holds unescaped.
+        close = "</arg_value>" if top_level else "</arg_value>" + self.newline
+        if close in (text if top_level else json.dumps(text, ensure_ascii=False)):
+            return f"a value ends at the first {close!r}"
+        return None
 
     def _values(self, markers: Markers, newline: str) -> RawValues:
         if markers.is_token("</arg_value>"):
@@ -116,6 +133,9 @@ class Glm45(RawValueDialect):
             pairs.append((key, Raw(body[value_start:value_end])))
             position = value_end + len(value_close)
         return Partial(name, pairs)
+
+
+_NAME = re.compile(r"[^<\n]+")
 
 
 class Glm47(Glm45):

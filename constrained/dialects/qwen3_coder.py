@@ -66,6 +66,19 @@ class Qwen3Coder(RawValueDialect):
             json_may_hold_close=False,
         )
 
+    def name_problem(self, name: str) -> str | None:
+        return None if _NAME.fullmatch(name) else "<function=NAME> needs a name without '>' or a newline"
+
+    def key_problem(self, key: str, top_level: bool) -> str | None:
+        if top_level and not _NAME.fullmatch(key):
+            return "<parameter=KEY> needs a key without '>' or a newline"
+        return None
+
+    def text_problem(self, text: str, top_level: bool) -> str | None:
+        if top_level and CLOSE in f"\n{text}\n":
+            return "a raw value ends at its first line '</parameter>'"
+        return None
+
     @staticmethod
     def any_key(name_terminal: str) -> str:
         return f'"<parameter=" {name_terminal} ">\\n"'
@@ -104,5 +117,6 @@ class Qwen3Coder(RawValueDialect):
         return Partial(name, pairs)
 
 
+_NAME = re.compile(r"[^>\n]+")
 _FUNCTION = re.compile(r"\n<function=([^>\n]+)>\n")
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n")

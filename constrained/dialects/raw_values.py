@@ -10,8 +10,19 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ..frames import BooleanFrame, EnumFrame, Frame, FreeFrame, NullFrame, ObjectFrame, StringFrame, UnionFrame
-from ..grammar.lark import literal
+from ..frames import (
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    StringFrame,
+    UnionFrame,
+)
+from ..grammar.lark import literal, regex
 from ..grammar.values import ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
@@ -43,7 +54,7 @@ class RawValues:
         if _any_string(frame):
             return self.any_text
         if isinstance(frame, UnionFrame):
-            return "(" + " | ".join(self.value(option, emitter, path) for option in frame.options) + ")"
+            return self.union([emitter.resolve(option) for option in frame.options], emitter, path)
         if isinstance(frame, StringFrame):
             if self.close_text is not None:
                 return emitter.closed_text(frame, path, self.excluded, self.close_text) or self.any_text
@@ -51,18 +62,54 @@ class RawValues:
             return f"{text} {self.close}" if text else self.any_text
         if isinstance(frame, EnumFrame):
             texts = [literal(v) for v in frame.values if isinstance(v, str)]
-            others = [emitter.syntax.scalar(v) for v in frame.values if not isinstance(v, str)]
-            options = [f"({' | '.join(others)}) {self.close}"] if others else []
+            others = [v for v in frame.values if not isinstance(v, str)]
+            options = [f"({emitter.enum(others)}) {self.close}"] if others else []
             if texts and self.close_text is not None:
                 options.append(emitter.rules.terminal("text", f"({' | '.join(texts)}) {literal(self.close_text)}"))
             elif texts:
-                options.append(f"({' | '.join(texts)}) {self.close}")
+                options.append(f"({emitter.choice('enum_text', texts)}) {self.close}")
             return " | ".join(options) if len(options) == 1 else f"({' | '.join(options)})"
         if isinstance(frame, BooleanFrame) and self.python_literals:
             return f'("true" | "false" | "True" | "False") {self.close}'
         if isinstance(frame, NullFrame) and self.python_literals:
             return f'("null" | "None") {self.close}'
         return f"{emitter.value(frame, path)} {self.close}"
+
+    def union(self, options: list[Frame], emitter: ValueEmitter, path: str) -> str:
+        """Lark for a top-level union. A constrained string's lexeme runs to
+        its text closing, and llguidance's lexer (greedy, no backtracking)
+        follows it past where a number beside it ends: "1" then the closing
+        was lost when the string needs two characters. So the options that
+        are plain scalars (a number without bounds, a boolean, null) join the
+        string's lexeme as regexes of their JSON text."""
+        text = next((option for option in options if isinstance(option, StringFrame)), None)
+        scalars = [_scalar_regex(option, self.python_literals) for option in options]
+        content = None
+        if self.close_text is not None and text is not None and any(scalars):
+            content = emitter.string_content(text, path, self.excluded)
+        if content is None:
+            return "(" + " | ".join(self.value(option, emitter, path) for option in options) + ")"
+        alternatives = regex("|".join(f"(?:{scalar})" for scalar in scalars if scalar))
+        lexeme = emitter.rules.lazy_lexeme("text", f"(({content}) | {alternatives}) {literal(self.close_text or '')}")
+        rest = [self.value(o, emitter, path) for o, scalar in zip(options, scalars) if o is not text and not scalar]
+        return "(" + " | ".join([lexeme, *rest]) + ")"
+
+
+_INTEGER = "-?(0|[1-9][0-9]*)"
+
+
+def _scalar_regex(frame: Frame, python_literals: bool) -> str | None:
+    """The JSON text of every value of ``frame`` as one regex, for frames
+    that have one (numbers without bounds, booleans, null), else ``None``."""
+    if frame == IntegerFrame():
+        return _INTEGER
+    if frame == NumberFrame():
+        return _INTEGER + "(\\.[0-9]+)?([eE][+-]?[0-9]+)?"
+    if isinstance(frame, BooleanFrame):
+        return "true|false|True|False" if python_literals else "true|false"
+    if isinstance(frame, NullFrame):
+        return "null|None" if python_literals else "null"
+    return None
 
 
 class ValueKind(Enum):

@@ -17,7 +17,7 @@ _CLASS_ESCAPES = {
     "s": r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]",
     "S": r"[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]",
 }
-_IN_CLASS = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\v\f\r \u00a0\u2028\u2029\ufeff"}
+_IN_CLASS = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"}
 _UNSUPPORTED = re.compile(r"\(\?[=!<]|\\[1-9]|\\k<|\\[pP]\{|\(\?<")
 
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Callable, Mapping, Sequence
+
+import llguidance
 
 from ..frames import (
     ArrayFrame,
@@ -35,6 +39,7 @@ from ..frames import (
     resolve_frame,
 )
 from ..schema.formats import FORMAT_PATTERNS
+from ..schema.values import exact
 from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
 from .regex import ecma_to_rust
 
@@ -45,6 +50,17 @@ MAX_ANY_ORDER_KEYS = 8
 
 # Largest item count spelled out as a repetition; beyond it the count is relaxed.
 MAX_COUNTED_ITEMS = 100
+
+# Largest multipleOf step enforced, as its decimal digits without trailing
+# zeros read as an integer (0.0075 -> 75, 86400 -> 864): llguidance builds an
+# automaton with about that many states (a prime near 10**5 adds half a
+# second to a compile; 123456789 exhausts memory and aborts the process).
+MAX_MULTIPLE_STEP = 10_000
+
+# Largest magnitude of a numeric bound enforced: llguidance 1.9.1 refuses
+# integer ranges from about 2**62 on, and beyond 2**63 turns an integer bound
+# into a wrong one without a word (maximum 1e300 rejected 10**299).
+MAX_BOUND = 10**18
 
 # Largest length counted in raw text that must also exclude its closing text:
 # llguidance 1.9.1 rejects valid text for larger counts in such an intersection.
@@ -88,11 +104,17 @@ class ValueSyntax:
         if isinstance(value, dict):
             members = f" {literal(self.member_separator)} ".join(f"{self.key(k)} {self.scalar(v)}" for k, v in value.items())
             return f'"{{" {members} "}}"' if value else '"{}"'
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and exact(value).denominator == 1:
+            # JSON Schema's equality makes 2 and 2.0 (and 1e30) one member: both spellings.
+            return f"({literal(str(int(exact(value))))} | {literal(json.dumps(float(value)))})"
         if self.name == "json" or not isinstance(value, str):
             return literal(json.dumps(value, ensure_ascii=False))
         inner = f" {literal(value)} " if value else " "
         return f"{self.string_delimiter}{inner}{self.string_delimiter}"
 
+
+# Literal alternatives past this many are emitted as one lexeme (ValueEmitter.choice).
+LARGE_CHOICE = 256
 
 JSON_SYNTAX = ValueSyntax("json", ", ", ", ", "json_value")
 
@@ -161,13 +183,13 @@ class ValueEmitter:
         if isinstance(frame, StringFrame):
             return self.string(frame, path)
         if isinstance(frame, (IntegerFrame, NumberFrame)):
-            return json_leaf(number_schema(frame))
+            return self.number(frame, path)
         if isinstance(frame, BooleanFrame):
             return '"true" | "false"'
         if isinstance(frame, NullFrame):
             return '"null"'
         if isinstance(frame, EnumFrame):
-            return " | ".join(self.syntax.scalar(v) for v in frame.values)
+            return self.enum(frame.values)
         if isinstance(frame, UnionFrame):
             return " | ".join(self.value(option, path) for option in frame.options)
         if isinstance(frame, ArrayFrame):
@@ -176,6 +198,52 @@ class ValueEmitter:
             return self.object(frame, path)
         raise TypeError(f"not a frame: {frame!r}")
 
+    def enum(self, values: Sequence[Any]) -> str:
+        """Lark for one of ``values``. Past :data:`LARGE_CHOICE` members the
+        scalars become one lexeme (see :meth:`choice`); strings between
+        delimiter tokens keep the tokens outside it."""
+        delimiter = self.syntax.string_delimiter
+        if len(values) <= LARGE_CHOICE:
+            return " | ".join(self.syntax.scalar(v) for v in values)
+        delimited = [v for v in values if isinstance(v, str) and delimiter is not None]
+        composite = [v for v in values if isinstance(v, (list, dict))]
+        plain = [v for v in values if v not in composite and v not in delimited]
+        parts = [self.syntax.scalar(v) for v in composite + [v for v in delimited if v == ""]]
+        if plain:
+            parts.append(self.choice("enum", [self.syntax.scalar(v) for v in plain]))
+        texts = [literal(v) for v in delimited if v]
+        if texts:
+            parts.append(f"{delimiter} {self.choice('enum_text', texts)} {delimiter}")
+        return " | ".join(parts)
+
+    def choice(self, hint: str, alternatives: Sequence[str]) -> str:
+        """``alternatives`` (Lark literals) as one choice: joined, or past
+        :data:`LARGE_CHOICE` of them one terminal, a single lexeme. As rule
+        alternatives each would be an item of one Earley row, and llguidance
+        refuses rows of more than 2,000 items (valid members would be
+        rejected)."""
+        joined = " | ".join(alternatives)
+        return joined if len(alternatives) <= LARGE_CHOICE else self.rules.terminal(hint, joined)
+
+    def number(self, frame: IntegerFrame | NumberFrame, path: str) -> str:
+        """A ``%json`` number leaf, without the keywords llguidance cannot
+        enforce (each reported): a ``multipleOf`` it gets wrong or cannot
+        afford, bounds beyond :data:`MAX_BOUND` or that it refuses."""
+        schema = number_schema(frame)
+        if frame.multiple_of is not None and not multiple_enforceable(frame.kind, frame.multiple_of):
+            del schema["multipleOf"]
+            self.warn(path, "multipleOf", f"multipleOf {frame.multiple_of} is not enforced during generation")
+        bounds = [k for k in schema if k not in ("type", "multipleOf")]
+        for keyword in [k for k in bounds if abs(schema[k]) > MAX_BOUND]:
+            self.warn(path, keyword, f"{keyword} {schema.pop(keyword)} is not enforced during generation")
+        if not llguidance_reads(json.dumps(schema)):
+            bounds = [k for k in schema if k not in ("type", "multipleOf")]
+            # One bound alone may be the trouble.
+            alone = [k for k in bounds if llguidance_reads(json.dumps({x: v for x, v in schema.items() if x != k}))]
+            for keyword in alone[:1] or bounds:
+                self.warn(path, keyword, f"{keyword} {schema.pop(keyword)} is not enforced during generation")
+        return json_leaf(schema)
+
     def string(self, frame: StringFrame, path: str) -> str:
         if self.syntax.name == "json":
             schema: dict[str, Any] = {"type": "string"}
@@ -183,13 +251,15 @@ class ValueEmitter:
                 schema["minLength"] = frame.min_length
             if frame.max_length is not None:
                 schema["maxLength"] = frame.max_length
-            patterns = [p for p in frame.patterns if self._translated(p, path) is not None]
+            # Whole-string patterns in the automaton's syntax, the format's
+            # first: llguidance's own formats and ECMA reading differ from
+            # the frames' (its dates ignore leap years, its \s is Rust's).
+            patterns = [FORMAT_PATTERNS[frame.format]] if frame.format is not None else []
+            patterns += [t for t in (self._translated(p, path) for p in frame.patterns) if t is not None]
             if patterns:
-                schema["pattern"] = patterns[0]
+                schema["pattern"] = f"^(?:{patterns[0]})$"
                 if len(patterns) > 1:
                     self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
-            if frame.format is not None:
-                schema["format"] = frame.format
             return json_leaf(schema)
         delimiter = self.syntax.string_delimiter
         return f"{delimiter} {self.raw_text(frame, path) or 'GEMMA_TEXT?'} {delimiter}"
@@ -320,6 +390,9 @@ class ValueEmitter:
         not_declared = "".join(f" & ~{literal(name)}" for name in declared)
         options = []
         pattern_regexes = []
+        if len({value for _, value in frame.pattern_properties}) > 1:
+            self.warn(path, "patternProperties", "a key matching several patterns is held to one of their schemas "
+                      "during generation (to all of them after)")
         for pattern, value in frame.pattern_properties:
             translated = ecma_to_rust(pattern)
             if translated is None:
@@ -421,6 +494,29 @@ def _either(first: str, second: str) -> str:
     if not second:
         return f"({first})?"
     return f"({first}) | {second}"
+
+
+@lru_cache(maxsize=1024)
+def multiple_enforceable(kind: str, step: int | float) -> bool:
+    """Whether llguidance enforces ``multipleOf: step`` on a ``kind`` number
+    exactly, as measured with llguidance 1.9.1: an integral step of at most
+    :data:`MAX_MULTIPLE_STEP` units, or a power of ten down to 0.0001.
+    Other fractional steps are not: it refuses some floats it cannot read
+    exactly (0.07 becomes 7000000000000001 units), rejects multiples written
+    with fewer decimals than the step (0.5 for 0.25, 0.015 for 0.0075), and
+    rejects the exponent form ``json.dumps`` gives below 0.0001 (3e-08)."""
+    digits, exponent = Decimal(repr(step)).normalize().as_tuple()[1:]
+    units = int("".join(map(str, digits)))
+    if not ((exponent >= 0 and units <= MAX_MULTIPLE_STEP) or (units == 1 and exponent >= -4)):
+        return False
+    return llguidance_reads(json.dumps({"type": kind, "multipleOf": step}))
+
+
+@lru_cache(maxsize=1024)
+def llguidance_reads(schema: str) -> bool:
+    """Whether llguidance compiles the JSON Schema ``schema`` (JSON text) as
+    a ``%json`` leaf."""
+    return not llguidance.LLMatcher.validate_grammar(f"start: %json {schema}")
 
 
 def number_schema(frame: IntegerFrame | NumberFrame) -> dict[str, Any]:

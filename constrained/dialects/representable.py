@@ -1,0 +1,97 @@
+"""Which arguments a dialect's syntax cannot write at all.
+
+Some values have no text in a dialect: a key or string holding one of the
+tokenizer's special tokens (the grammar never lets a marker into text), an
+undeclared key the dialect's key syntax cannot spell (Gemma's bare keys, XML
+parameter names, JSON keys without escapes), raw text that would end its own
+value (a line ``</parameter>`` in qwen3_coder, ``</arg_value>`` in glm). A
+conformance check must tell those apart from values the constraint wrongly
+rejects; :func:`unrepresentable` says why, or ``None``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..frames import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..schema.tool import NormalizedTool
+from ..schema.values import frame_accepts, pattern_matches
+from ..tokenizers import Tokenizer
+from . import get_dialect
+from .gemma import Gemma4
+
+# Key text each dialect can write for a key that is not declared (declared
+# keys are literals and may be anything): XML parameter names, GLM arg keys,
+# JSON keys without escapes (the grammar writes none), Gemma's bare keys.
+QWEN_KEY = re.compile(r"[^>\n]+")
+GLM_KEY = re.compile(r"[^<\n]+")
+JSON_KEY = re.compile(r'[^"\\\x00-\x1f]+')
+GEMMA_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A key or a string inside a call's arguments."""
+
+    kind: str  # "key" or "string"
+    text: str
+    top: bool  # a top-level argument: its key, or its whole value
+    position: str  # keys: "declared", "extra" (an object frame's undeclared key) or "free" (inside an untyped value)
+
+
+def parts(value: Any, frame: Frame, schema: NormalizedSchema, depth: int = 0) -> Iterator[Part]:
+    """The keys and strings of ``value`` (the arguments at ``depth`` 0), each
+    with how the grammar writes it (a union takes its first option that
+    accepts the value, as the renderer does)."""
+    frame = schema.resolve(frame)
+    if isinstance(frame, UnionFrame):
+        frame = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), FreeFrame())
+        frame = schema.resolve(frame)
+    if isinstance(value, str):
+        yield Part("string", value, depth == 1, "")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            child: Frame = FreeFrame()
+            position = "free"
+            if isinstance(frame, ObjectFrame):
+                declared = frame.property(key)
+                matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
+                position = "extra" if declared is None else "declared"
+                child = declared or (matched[0] if matched else frame.additional) or FreeFrame()
+            elif isinstance(frame, EnumFrame):
+                position = "declared"
+            yield Part("key", key, depth == 0, position)
+            yield from parts(item, child, schema, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            child = FreeFrame()
+            if isinstance(frame, ArrayFrame):
+                prefix = frame.prefix_items
+                child = prefix[index] if index < len(prefix) else frame.items or FreeFrame()
+            yield from parts(item, child, schema, depth + 1)
+
+
+def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any], tokenizer: Tokenizer) -> str | None:
+    """Why ``dialect`` (with ``tokenizer``'s special tokens) cannot write
+    these arguments of ``tool``, or ``None``."""
+    gemma = isinstance(get_dialect(dialect), Gemma4)
+    for part in parts(arguments, tool.root, tool.schema):
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in part.text):
+            return f"{part.kind} {part.text!r} holds a lone surrogate, which UTF-8 cannot encode"
+        if any(tokenizer.is_special(t) for t in tokenizer.encode(part.text)):
+            return f"{part.kind} {part.text!r} holds a special token"
+        if part.kind == "key":
+            if gemma and part.position != "declared" and not GEMMA_KEY.fullmatch(part.text):
+                return f"key {part.text!r} is no bare Gemma key"
+            if gemma or part.position != "extra":
+                continue
+            syntax = JSON_KEY if not part.top or dialect == "hermes" else QWEN_KEY if dialect == "qwen3_coder" else GLM_KEY
+            if not syntax.fullmatch(part.text):
+                return f"undeclared key {part.text!r} has characters the key syntax cannot hold"
+        elif part.top and dialect == "qwen3_coder" and "\n</parameter>\n" in f"\n{part.text}\n":
+            return "raw text holds a line </parameter>"
+        elif part.top and dialect in ("glm45", "glm47") and "</arg_value>" in part.text:
+            return "raw text holds </arg_value>"
+    return None
