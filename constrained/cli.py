@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 from .compiler import compile_tools
 from .dialects import DIALECTS
-from .errors import ConstrainedError, GenerationError
+from .errors import CompileError, ConstrainedError, GenerationError
+from .fuzz import SAMPLERS, FuzzSummary, WalkOptions, fuzz
 from .parse import parse_tool_calls
 from .render import render_tool_calls
 from .schema.tool import normalize_tools
@@ -116,7 +117,43 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--no-fast-forward", action="store_true", help="sample forced tokens one by one")
     generate.add_argument("--unconstrained", action="store_true", help="run without the constraint, to compare")
     generate.set_defaults(run=_generate)
+
+    fuzz = commands.add_parser(
+        "fuzz",
+        help="random walks through the constraint; exit 1 on a wedge, an error or an invalid finished output",
+        description="Sample seeded tokens from the allowed set until the constraint finishes or the budget runs "
+        "out, RUNS times per dialect, and print a JSON summary. Every finished output must parse and validate "
+        "and respect --tool-choice; no unfinished state may allow no token; nothing may raise.",
+    )
+    fuzz.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
+    fuzz.add_argument("--dialect", choices=sorted(DIALECTS), help="default: every dialect")
+    fuzz.add_argument("--tokenizer", help="default: each dialect's default tokenizer")
+    fuzz.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name")
+    fuzz.add_argument("--no-parallel", action="store_true", help="allow one call only")
+    fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default 100)")
+    fuzz.add_argument("--seed", type=int, default=0, help="seed of the first walk; the next ones count up")
+    fuzz.add_argument("--budget", type=_at_least(1), default=256, help="most tokens per walk (default 256)")
+    fuzz.add_argument("--sampler", choices=SAMPLERS, default="steered",
+                      help="uniform over the allowed tokens, or steered towards structure (default)")
+    fuzz.add_argument("--crosscheck", type=_at_least(0), default=0, metavar="N",
+                      help="compare every N-th mask with llguidance's own (default 0: never)")
+    fuzz.add_argument("--fast-forward", action="store_true", help="feed the tokens the grammar forces unsampled")
+    fuzz.add_argument("--rollback", action="store_true", help="now and then take back a few tokens")
+    fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default 5)")
+    fuzz.set_defaults(run=_fuzz)
     return parser
+
+
+def _at_least(low: int) -> Any:
+    """An argparse type: an integer of at least ``low``."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
 
 
 def _compile_options(parser: argparse.ArgumentParser) -> None:
@@ -228,6 +265,47 @@ def _generate(args: argparse.Namespace) -> int:
     assert not isinstance(result, list)
     _print_json({**result.to_json(), "text": result.text, "model": loaded.name, "dialect": loaded.dialect})
     return 0
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
+    tools = load_tools_file(args.tools)
+    options = WalkOptions(args.sampler, args.budget, args.crosscheck, args.fast_forward, args.rollback)
+    total = FuzzSummary(keep=args.show)
+    by_dialect: dict[str, dict[str, int]] = {}
+    refused: dict[str, str] = {}
+    for dialect in [args.dialect] if args.dialect else sorted(DIALECTS):
+        try:
+            compiled = compile_tools(
+                tools,
+                dialect,
+                args.tokenizer or DIALECTS[dialect].default_tokenizer,
+                tool_choice=args.tool_choice,
+                parallel_tool_calls=not args.no_parallel,
+            )
+        except CompileError as exc:
+            if args.dialect:
+                raise
+            refused[dialect] = str(exc)
+            continue
+        summary = fuzz(compiled, args.runs, args.seed, options, keep=args.show)
+        by_dialect[dialect] = summary.counts()
+        total.merge(summary)
+    _print_json(
+        {
+            "tool_choice": args.tool_choice,
+            "parallel_tool_calls": not args.no_parallel,
+            "options": options.cli_options(),
+            "seeds": [args.seed, args.seed + args.runs - 1],
+            **total.counts(),
+            "dialects": by_dialect,
+            "refused": refused,
+            "failures": [run.to_json() for run in total.failures],
+        }
+    )
+    return 0 if total.ok else 1
 
 
 def _print_json(value: Any) -> None:

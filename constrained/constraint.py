@@ -28,6 +28,7 @@ from .errors import ConstraintError
 from .text_masks import frame_trackers
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
     from .compiler import CompiledTools
@@ -286,6 +287,14 @@ class ToolCallConstraint:
         elif active:
             assert self._executor is not None
             self._executor.unsafe_compute_mask_ptr(active, host.data_ptr(), row_bytes, self.batch_size)
+
+    def allowed_words(self, row: int) -> "np.ndarray":
+        """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left
+        it (``uint32`` words; token ``t`` is bit ``t % 32`` of word ``t // 32``):
+        for a sampler that reads the mask without logits (``constrained.fuzz``).
+        A view, overwritten by the next :meth:`fill_masks`."""
+        words: np.ndarray = self._require_buffers().host_words[row]
+        return words
 
     def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
         """Apply the filled bitmask to ``logits`` in place: upload (a

@@ -1,0 +1,267 @@
+"""Random-walk fuzzing (``constrained.fuzz``, issue 7).
+
+A seeded slice of the sweep ``bench/fuzz.py`` runs: MCP and BFCL tools in
+every dialect and tool_choice mode, both samplers, every other mask
+compared with llguidance's and with the applied logits. No walk may wedge or
+fail, every finished output must be valid, and enough walks must finish for
+that to mean something. Then the fuzzer's own verdicts, on constraints and
+outputs broken on purpose: a wedge, a mask that differs, an exception, an
+invalid output.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from constrained import compile_tools, render_tool_calls
+from constrained.constraint import ToolCallConstraint
+from constrained.dialects import DIALECTS
+from constrained.fuzz import (
+    FuzzSummary,
+    Outcome,
+    UniformSampler,
+    WalkOptions,
+    allowed_ids,
+    fuzz,
+    grammar_literals,
+    output_problems,
+    walk,
+)
+from constrained.parse import parse_tool_calls
+
+from corpus import CORPUS, bfcl_functions
+
+MODES = [("auto", True), ("required", True), ("none", True), ("named", True), ("auto", False), ("required", False)]
+
+
+def slice_tool_sets() -> list[list[dict]]:
+    """A few MCP tools with nested objects, arrays, enums and ``$ref``s, an
+    MCP server's whole list, and BFCL functions spread over the corpus."""
+    servers = {path.name: json.loads(path.read_text())["tools"] for path in (CORPUS / "mcp").glob("*.tools.json")}
+    by_name = {tool["name"]: tool for tools in servers.values() for tool in tools}
+    mcp = [[by_name[name]] for name in ("edit_file", "create_entities", "get_pricing", "fetch", "git_log")]
+    server = servers["time.tools.json"]
+    bfcl = [[function] for function in bfcl_functions()[7::240]]
+    return mcp + [server] + bfcl
+
+
+def compiled_for(tools: list[dict], dialect: str, mode: tuple[str, bool]):
+    choice, parallel = mode
+    if choice == "named":
+        choice = tools[-1]["name"]
+    return compile_tools(tools, dialect, DIALECTS[dialect].default_tokenizer, tool_choice=choice,
+                         parallel_tool_calls=parallel)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """The cross-check applies masks to one row of logits: torch's thread
+    pool only adds synchronization there (5x slower on a busy 2-core machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_a_seeded_slice_of_the_sweep_finds_nothing_wrong(one_torch_thread):
+    sets = slice_tool_sets()
+    steered, uniform = FuzzSummary(keep=10), FuzzSummary(keep=10)
+    for dialect_index, dialect in enumerate(sorted(DIALECTS)):
+        for mode_index, mode in enumerate(MODES):
+            tools = sets[(dialect_index * len(MODES) + mode_index) % len(sets)]
+            compiled = compiled_for(tools, dialect, mode)
+            seed = zlib.crc32(f"{dialect}|{mode_index}".encode())
+            steered.merge(fuzz(compiled, 3, seed, WalkOptions(budget=160, crosscheck_every=2)))
+            steered.merge(fuzz(compiled, 3, seed, WalkOptions(budget=160, crosscheck_every=2, fast_forward=True,
+                                                              rollback=True)))
+            uniform.merge(fuzz(compiled, 1, seed, WalkOptions("uniform", budget=48, crosscheck_every=2)))
+    for summary in (steered, uniform):
+        assert summary.ok, [run.to_json() for run in summary.failures]
+    assert steered.runs == 216 and uniform.runs == 36
+    assert steered.finished >= 0.6 * steered.runs, steered.counts()
+    assert steered.precomputed_steps > 500  # the raw-text rows were walked through
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}},
+}
+
+
+def weather(dialect: str = "gemma4", **options):
+    options.setdefault("tool_choice", "required")
+    return compile_tools([WEATHER, TIME], dialect, DIALECTS[dialect].default_tokenizer, **options)
+
+
+def test_walks_are_reproducible_and_finish_valid():
+    compiled = weather("qwen3_coder")
+    first, again = walk(compiled, 3), walk(compiled, 3)
+    assert first.tokens == again.tokens and first.outcome is Outcome.FINISHED and first.valid
+    assert first.parsed is not None and first.parsed.tool_calls
+    assert "--seed 3 --runs 1" in first.replay_options()
+
+
+def test_a_mask_that_allows_nothing_is_a_wedge(monkeypatch):
+    fill = ToolCallConstraint.fill_masks
+
+    def nothing_after_three(self):
+        fill(self)
+        if self._consumed[0] >= 3:
+            self.allowed_words(0).fill(0)
+
+    monkeypatch.setattr(ToolCallConstraint, "fill_masks", nothing_after_three)
+    run = walk(weather(), 0)
+    assert run.outcome is Outcome.WEDGE and run.failed
+    assert len(run.tokens) == 3 and "no token allowed after 3 tokens" in run.detail
+
+
+def test_a_mask_that_differs_from_llguidance_is_an_error_when_cross_checked(monkeypatch):
+    fill = ToolCallConstraint.fill_masks
+
+    def one_extra_token(self):
+        fill(self)
+        self.allowed_words(0)[0] |= np.uint32(1)  # token 0 (<pad>), never allowed by the grammar
+
+    monkeypatch.setattr(ToolCallConstraint, "fill_masks", one_extra_token)
+    run = walk(weather(), 0, WalkOptions(crosscheck_every=1))
+    assert run.outcome is Outcome.ERROR and "differs from llguidance" in run.detail
+    assert "(0, b'<pad>', True)" in run.detail
+
+
+def test_a_token_the_constraint_refuses_is_an_error(monkeypatch):
+    fill = ToolCallConstraint.fill_masks
+
+    def only_pad(self):
+        fill(self)
+        words = self.allowed_words(0)
+        words.fill(0)
+        words[0] = np.uint32(1)  # token 0 (<pad>) only
+
+    monkeypatch.setattr(ToolCallConstraint, "fill_masks", only_pad)
+    run = walk(weather(), 0)
+    assert run.outcome is Outcome.ERROR and "refused a sampled token its own mask allowed" in run.detail
+
+
+def test_an_exception_is_an_error_outcome_not_a_crash(monkeypatch):
+    def broken(self, token_ids):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ToolCallConstraint, "consume", broken)
+    run = walk(weather(), 0)
+    assert run.outcome is Outcome.ERROR and "RuntimeError: boom" in run.detail
+
+
+def test_an_invalid_finished_output_is_reported_invalid():
+    """A look-ahead pattern has no exact translation, so the grammar relaxes
+    it (with a warning) and walks write strings the schema rejects."""
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?=z{40})"}},
+                                          "required": ["code"]}}
+    compiled = compile_tools([tool], "gemma4", "gemma4", tool_choice="required")
+    assert compiled.warnings
+    summary = fuzz(compiled, 8)
+    assert summary.finished >= 4 and summary.valid == 0 and not summary.ok
+    assert all("do not match the schema of 'f'" in " ".join(run.problems) for run in summary.failures)
+
+
+def calls_text(dialect: str, *calls: tuple[str, dict]) -> str:
+    return "\n".join(render_tool_calls([{"name": n, "arguments": a}], [WEATHER, TIME], dialect) for n, a in calls)
+
+
+@pytest.mark.parametrize(
+    "options, calls, problem",
+    [
+        ({"tool_choice": "none"}, [("get_time", {})], 'tool_choice "none" but 1 call'),
+        ({"tool_choice": "get_weather"}, [("get_time", {})], "tool_choice 'get_weather' but calls of get_time"),
+        ({"tool_choice": "required"}, [], "tool_choice 'required' but no call"),
+        ({"parallel_tool_calls": False}, [("get_time", {}), ("get_time", {})], "parallel_tool_calls=False but 2 calls"),
+        ({"tool_choice": "auto"}, [("get_weather", {})], "rejected: missing required parameter(s) 'city'"),
+    ],
+)
+def test_output_problems(options, calls, problem):
+    compiled = weather("hermes", **options)
+    text = calls_text("hermes", *calls) if calls else "Hello."
+    tokens = compiled.tokenizer.encode(text)
+    problems = output_problems(compiled, tokens, parse_tool_calls(text, [WEATHER, TIME], "hermes"))
+    assert any(problem in p for p in problems), problems
+
+
+def test_a_call_marker_the_parser_does_not_read_is_a_problem():
+    compiled = weather("hermes", tool_choice="auto")
+    text = calls_text("hermes", ("get_time", {}))
+    tokens = compiled.tokenizer.encode(text) * 2  # two markers, one parsed call
+    problems = output_problems(compiled, tokens, parse_tool_calls(text, [WEATHER, TIME], "hermes"))
+    assert problems == ["2 call marker(s) but 1 call(s) and 0 rejected"]
+
+
+def test_uniform_sampler_draws_every_allowed_token_and_reports_none():
+    vocab = 1000
+    words = np.zeros((vocab + 31) // 32, dtype=np.uint32)
+    sampler, rng = UniformSampler(vocab), np.random.default_rng(0)
+    assert sampler.choose(words, rng) is None
+    for token in (3, 500, 999):
+        words[token >> 5] |= np.uint32(1 << (token & 31))
+    assert allowed_ids(words, vocab).tolist() == [3, 500, 999]
+    counts = {3: 0, 500: 0, 999: 0}
+    for _ in range(600):
+        counts[sampler.choose(words, rng)] += 1
+    assert all(150 < count < 250 for count in counts.values()), counts
+    words[:] = np.uint32(0xFFFFFFFF)  # bits past the vocabulary are never drawn
+    assert max(allowed_ids(words, vocab)) == vocab - 1
+
+
+def test_grammar_literals_skip_regexes_json_and_comments():
+    grammar = "\n".join(
+        [
+            "// a comment with \"quoted\" text",
+            'call: <tool_call> "\\n{\\"name\\": " tool_body "}\\n" </tool_call>',
+            'KEY: /[^"\\\\]+/ "after"',
+            'json_value: %json {"type": "string", "enum": ["}"]} "tail"',
+            'gemma_string: <|"|> GEMMA_TEXT? <|"|> "end"',
+        ]
+    )
+    assert grammar_literals(grammar) == ['\n{"name": ', "}\n", "after", "tail", "end"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "constrained", "fuzz", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_prints_a_summary_and_fails_on_invalid_output(tmp_path):
+    good = tmp_path / "weather.json"
+    good.write_text(json.dumps([WEATHER, TIME]))
+    result = run_cli(str(good), "--dialect", "glm47", "--tool-choice", "required", "--runs", "5", "--crosscheck", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["runs"] == 5 and summary["finished"] == summary["valid"] >= 3
+    assert summary["dialects"]["glm47"]["runs"] == 5 and summary["failures"] == []
+
+    bad = tmp_path / "pattern.json"
+    bad.write_text(json.dumps([{"name": "f", "parameters": {"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "^(?=z{40})"}}, "required": ["code"]}}]))
+    result = run_cli(str(bad), "--runs", "3", "--tool-choice", "f", "--budget", "64", "--show", "1")
+    assert result.returncode == 1
+    summary = json.loads(result.stdout)
+    assert summary["runs"] == 18 and set(summary["dialects"]) == set(DIALECTS) and summary["invalid"] >= 1
+    [failure] = summary["failures"]
+    assert failure["problems"] and "--tool-choice f" in failure["replay"]
+
