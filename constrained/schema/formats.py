@@ -38,7 +38,22 @@ _DATE = (
     r"|02-(0[1-9]|1[0-9]|2[0-8]))"
     rf"|{_LEAP_YEAR}-02-29)"
 )
-_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+# No leap second: jsonschema's checker, which validates every parsed call,
+# rejects them all, and RFC 3339 allows one only at 23:59:60 UTC.
+_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+# RFC 3986 section 3: scheme ":" ("//" authority path-abempty | path) [?query] [#fragment].
+_PCT = r"%[0-9A-Fa-f]{2}"
+_UNRESERVED_SUB = r"[A-Za-z0-9._~!$&'()*+,;=-]"
+_PCHAR = rf"({_UNRESERVED_SUB}|{_PCT}|[:@])"
+_AUTHORITY = (
+    rf"(({_UNRESERVED_SUB}|{_PCT}|:)*@)?"
+    rf"(\[{_IPV6}\]|({_UNRESERVED_SUB}|{_PCT})*)(:[0-9]*)?"
+)
+_URI = (
+    rf"[A-Za-z][A-Za-z0-9+.-]*:(//{_AUTHORITY}(/{_PCHAR}*)*|/?({_PCHAR}+(/{_PCHAR}*)*)?)"
+    rf"(\?({_PCHAR}|[/?])*)?(#({_PCHAR}|[/?])*)?"
+)
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 
 FORMAT_PATTERNS: dict[str, str] = {
@@ -46,8 +61,8 @@ FORMAT_PATTERNS: dict[str, str] = {
     "date": _DATE,
     "time": _TIME,
     "uuid": r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
-    "email": r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + rf"{_LABEL}(\.{_LABEL})*",
-    "uri": r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*",
+    "email": rf"{_ATOM}(\.{_ATOM})*@{_LABEL}(\.{_LABEL})*",
+    "uri": _URI,
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "hostname": rf"{_LABEL}(\.{_LABEL})*",
