@@ -76,7 +76,7 @@ class Qwen3Coder(RawValueDialect):
 
     def text_problem(self, text: str, top_level: bool) -> str | None:
         if top_level and CLOSE in f"\n{text}\n":
-            return "a raw value ends at its first line '</parameter>'"
+            return "a raw value ends at its first line </parameter>"
         return None
 
     @staticmethod

@@ -76,7 +76,8 @@ def parts(value: Any, frame: Frame, schema: NormalizedSchema, depth: int = 0) ->
 def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any], tokenizer: Tokenizer) -> str | None:
     """Why ``dialect`` (with ``tokenizer``'s special tokens) cannot write
     these arguments of ``tool``, or ``None``."""
-    gemma = isinstance(get_dialect(dialect), Gemma4)
+    chosen = get_dialect(dialect)
+    gemma = isinstance(chosen, Gemma4)
     for part in parts(arguments, tool.root, tool.schema):
         if any(0xD800 <= ord(c) <= 0xDFFF for c in part.text):
             return f"{part.kind} {part.text!r} holds a lone surrogate, which UTF-8 cannot encode"
@@ -90,8 +91,6 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
             syntax = JSON_KEY if not part.top or dialect == "hermes" else QWEN_KEY if dialect == "qwen3_coder" else GLM_KEY
             if not syntax.fullmatch(part.text):
                 return f"undeclared key {part.text!r} has characters the key syntax cannot hold"
-        elif part.top and dialect == "qwen3_coder" and "\n</parameter>\n" in f"\n{part.text}\n":
-            return "raw text holds a line </parameter>"
-        elif part.top and dialect in ("glm45", "glm47") and "</arg_value>" in part.text:
-            return "raw text holds </arg_value>"
+        elif part.top and (problem := chosen.text_problem(part.text, top_level=True)) is not None:
+            return f"raw text {part.text[:40]!r}: {problem}"
     return None
