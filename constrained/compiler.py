@@ -296,7 +296,7 @@ def _compile(
         warnings.extend(ToolWarning(tool.name, w) for w in tool.warnings)
         if tool_choice not in TOOL_CHOICES and tool.name != tool_choice:
             continue
-        emitter = ValueEmitter(rules, dialect.value_syntax, tool.schema.definitions, key_order=order, tool=tool.name)
+        emitter = ValueEmitter(rules, dialect.values_syntax(markers), tool.schema.definitions, key_order=order, tool=tool.name)
         try:
             bodies.append(dialect.call_body(tool, emitter, markers))
         except RecursionError:

@@ -187,20 +187,14 @@ UNCHECKED_FORMAT = (
 # jsonschema's format checkers); they stay counted as misses.
 JSTS_KNOWN_MISSES = {
     "optional/format/email.json": (
-        "the email pattern admits dot-atom local parts only: no quoted local part, no address literal"
-    ),
-    "optional/format/hostname.json": (
-        "the hostname pattern checks RFC 1123 labels only: no IDNA A-label rules (punycode, contextual code points), "
-        "no 253-character limit"
+        "in the raw dialects, beside an object option an e-mail's text may start with '{' (atext): llguidance's "
+        "lexer takes '{' as the e-mail's and does not backtrack, so the object {} is rejected"
     ),
     "optional/format/time.json": (
         "no leap second is allowed, as jsonschema's time checker (the parser's validation) rejects every one"
     ),
     "optional/format/date-time.json": (
         "no leap second is allowed, as jsonschema's checker (the parser's validation) rejects every one"
-    ),
-    "optional/format/relative-json-pointer.json": (
-        "jsonschema's relative-json-pointer checker rejects '100' and accepts non-ASCII digits"
     ),
     **{f"optional/format/{name}.json": UNCHECKED_FORMAT for name in (
         "duration", "iri", "iri-reference", "uri-reference", "uri-template",

@@ -641,6 +641,50 @@ def test_qwen_python_literals_only_at_the_top_level():
     assert_rejected(ct, call(flag="true", flags="[false, False]"))
 
 
+GLM_JSON_VALUES = function(
+    "store",
+    {
+        "paths": {"type": "array", "items": {"type": "string"}},
+        "codes": {"type": "array", "items": {"type": "string", "pattern": "^a"}},
+        "meta": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "blob": {"type": "object", "properties": {"any": {}}},
+    },
+)
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("paths", '["a{}b"]'),
+        ("codes", '["a{}"]'),
+        ("meta", '{{"k{}": 1}}'),
+        ("blob", '{{"any": ["{}"]}}'),
+        ("blob", '{{"any": {{"k{}": null}}}}'),
+    ],
+)
+@pytest.mark.parametrize("dialect", ["glm45", "glm47"])
+def test_glm_json_values_never_hold_the_text_that_ends_them(dialect, key, value):
+    """A GLM value runs to the first ``</arg_value>`` (glm45: followed by the
+    newline, which JSON text cannot hold). In glm47 with text tags, a JSON
+    string or key holding ``</arg_value>`` would end the value early, so the
+    grammar keeps that text out of them; a near miss stays allowed."""
+    ct = compiled([GLM_JSON_VALUES], dialect)
+    nl = "\n" if dialect == "glm45" else ""
+
+    def call(text: str) -> str:
+        return f"<tool_call>store{nl}<arg_key>{key}</arg_key>{nl}<arg_value>{text}</arg_value>{nl}</tool_call>"
+
+    near_miss = call(value.format("</arg_valu>"))
+    assert_accepted(ct, near_miss)
+    assert parse_tool_calls(near_miss, [GLM_JSON_VALUES], dialect).errors == []
+    holding = call(value.format("</arg_value>"))
+    if dialect == "glm45":
+        assert_accepted(ct, holding)
+        assert parse_tool_calls(holding, [GLM_JSON_VALUES], dialect).errors == []
+    else:
+        assert_rejected(ct, holding)
+
+
 # -- the seed case: a typed key beside an open object ---------------------------------------
 
 WEATHER = function(

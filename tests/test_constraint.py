@@ -19,18 +19,8 @@ from constrained.compiler import CompiledTools
 from constrained.constraint import RowState, ToolCallConstraint
 from constrained.errors import ConstraintError
 from constrained.tokenizers import Tokenizer
+from sample_tools import WEATHER
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
-            "required": ["city"],
-        },
-    },
-}
 CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
 ENDS = {"gemma4": "<|tool_response>", "qwen3_coder": "<|im_end|>"}
 TOKENIZERS = {"gemma4": "gemma4", "qwen3_coder": "qwen3"}

@@ -6,8 +6,10 @@ import re
 
 import pytest
 
+from constrained.compiler import compile_tools
 from constrained.frames import SUPPORTED_FORMATS
-from constrained.schema.formats import FORMAT_PATTERNS, format_matches
+from constrained.schema.formats import CHECKED_AFTER_GENERATION, FORMAT_PATTERNS, format_matches
+from constrained.schema.validation import validator_for
 
 EXAMPLES = {
     # No leap seconds: the parser's jsonschema checker rejects them all.
@@ -15,7 +17,11 @@ EXAMPLES = {
     "date": (["2000-02-29", "2023-12-31"], ["1900-02-29", "2024-04-31", "2024-13-01", "06/19/1963"]),
     "time": (["08:30:06Z", "23:59:59+01:00"], ["08:30:06 PST", "8:30:06Z", "08:30:06", "23:59:60+01:00"]),
     "uuid": (["2EB8AA08-AA98-11EA-B4AA-73B441D16380"], ["2eb8aa08-aa98-11ea-b4aa-73b441d1638", "2eb8aa08aa9811eab4aa73b441d16380"]),
-    "email": (["joe.bloggs@example.com", "te~st@example.com"], ["2962", "a@", "@example.com", "test.@example.com", ".test@example.com", "te..st@example.com"]),
+    "email": (
+        ["joe.bloggs@example.com", "te~st@example.com", '"joe..bl@gs"@example.com', '"a\\"b"@x.org', "joe@[127.0.0.1]", "joe@[IPv6:::1]"],
+        ["2962", "a@", "@example.com", "test.@example.com", ".test@example.com", "te..st@example.com", 'a"b@x.org',
+         '"a"b"@x.org', "joe@[127.0.0.300]", "joe@[::1]", '"Winston Smith" <winston.smith@recdep.minitrue>'],
+    ),
     "uri": (["http://foo.bar/?baz=qux#quux", "urn:isbn:0451450523"], ["//foo.bar/", "not a uri", " http://x", "http://example.com/%", "http://example.com/%zz"]),
     "ipv4": (["192.168.0.1", "0.0.0.0"], ["127.0.0.0.1", "256.256.256.256", "1.2.3"]),
     "ipv6": (["::1", "2001:db8::8a2e:370:7334", "::ffff:192.168.0.1"], ["12345::", "1:2:3:4:5:6:7:8:9", ":::"]),
@@ -42,3 +48,35 @@ def test_patterns_use_no_lookaround_or_backreferences(name):
     pattern = FORMAT_PATTERNS[name]
     assert "(?" not in pattern
     assert re.search(r"\\[1-9]", pattern) is None
+
+
+# Past the pattern: what the parser's validation adds (FORMAT_CHECKS).
+CHECKED_AFTER = {
+    "hostname": (
+        ["www.example.com", "a" * 63 + ".com", "xn--9n2bp8q.xn--9t4b11yi5a", "XN--4gbwdl.xn--wgbh1c", "a--b.com"],
+        ["a" * 63 + "." + "b" * 63 + "." + "c" * 63 + "." + "d" * 61 + ".e", "xn--X", "xn--hello-txk", "xn--vek",
+         "XN--aa---o47jg78q", "ab--c.com"],
+    ),
+    "relative-json-pointer": (["0", "100", "0#", "2/0/baz/1/zip", "0//"], ["", "01/a", "-1", "\u0661/foo", "1#/a", "0/~2"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKED_AFTER))
+def test_the_parsers_validation_checks_formats_as_json_schema_defines_them(name):
+    valid, invalid = CHECKED_AFTER[name]
+    validator = validator_for({"type": "string", "format": name})
+    assert [text for text in valid if not validator.is_valid(text)] == []
+    assert [text for text in invalid if validator.is_valid(text)] == []
+    assert validator_for({"format": name}).is_valid(12), "formats apply to strings only"
+
+
+def test_what_a_pattern_leaves_to_validation_is_a_relaxation_the_compiler_reports():
+    tool = {"name": "ping", "parameters": {"type": "object", "properties": {"host": {"type": "string", "format": "hostname"}}}}
+    compiled = compile_tools([tool], "hermes", "qwen3")
+    (warning,) = compiled.warnings
+    assert (warning.warning.path, warning.warning.keyword) == ("/properties/host", "format")
+    assert CHECKED_AFTER_GENERATION["hostname"] in warning.warning.message
+    # The pattern's part holds during generation: an invalid label is refused.
+    call = '<tool_call>\n{"name": "ping", "arguments": {"host": "%s"}}\n</tool_call>'
+    assert compiled.check(call % "xn--X").accepted
+    assert not compiled.check(call % "-bad").accepted

@@ -36,6 +36,7 @@ from constrained.fuzz import (
 from constrained.parse import parse_tool_calls
 
 from corpus import CORPUS, bfcl_functions
+from sample_tools import WEATHER
 
 MODES = [("auto", True), ("required", True), ("none", True), ("named", True), ("auto", False), ("required", False)]
 
@@ -90,17 +91,6 @@ def test_a_seeded_slice_of_the_sweep_finds_nothing_wrong(one_torch_thread):
     assert steered.precomputed_steps > 500  # the raw-text rows were walked through
 
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
-            "required": ["city"],
-        },
-    },
-}
 TIME = {
     "type": "function",
     "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}},

@@ -93,6 +93,11 @@ class Dialect(ABC):
         lines = [json.dumps({"type": "function", "function": openai_function(t)}, ensure_ascii=False) for t in tools]
         return "You can call these tools:\n" + "\n".join(lines)
 
+    def values_syntax(self, markers: Markers) -> ValueSyntax:
+        """How values are written in calls for this tokenizer (the class's
+        :attr:`value_syntax` unless the markers change it)."""
+        return self.value_syntax
+
     def name_problem(self, name: str) -> str | None:
         """Why a tool called ``name`` cannot be written and read back in
         this dialect's calls, or ``None``."""

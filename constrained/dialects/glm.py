@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..grammar.lark import literal
-from ..grammar.values import JSON_SYNTAX, ValueEmitter
+from ..grammar.values import JSON_SYNTAX, ValueEmitter, ValueSyntax
 from ..schema.tool import NormalizedTool
 from .base import Markers
 from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text
@@ -52,6 +53,13 @@ class Glm45(RawValueDialect):
             bodies.append(f"{literal(tool.name)}{newline} {members}".strip())
         return " | ".join(f"({body})" for body in bodies)
 
+    def values_syntax(self, markers: Markers) -> ValueSyntax:
+        # Without the newline a JSON value ends at the first </arg_value>
+        # text too, so no string inside it may hold that text.
+        if self.newline or markers.is_token("</arg_value>"):
+            return self.value_syntax
+        return replace(self.value_syntax, excluded_text="</arg_value>")
+
     def name_problem(self, name: str) -> str | None:
         return None if _NAME.fullmatch(name) else "the name after <tool_call> may not be empty or hold '<' or a newline"
 
@@ -92,7 +100,7 @@ class Glm45(RawValueDialect):
             close="</arg_value>",
             close_is_token=special,
             close_at_start=True,
-            json_may_hold_close=not special,
+            json_may_hold_close=not special and bool(self.newline),
         )
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:

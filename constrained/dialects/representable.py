@@ -3,8 +3,9 @@
 Some values have no text in a dialect: a key or string holding one of the
 tokenizer's special tokens (the grammar never lets a marker into text), an
 undeclared key the dialect's key syntax cannot spell (Gemma's bare keys, XML
-parameter names, JSON keys without escapes), raw text that would end its own
-value (a line ``</parameter>`` in qwen3_coder, ``</arg_value>`` in glm). A
+parameter names, JSON keys without escapes), text that would end its own
+value (a line ``</parameter>`` in qwen3_coder's raw text, ``</arg_value>``
+in glm's, and in any string or key of a glm47 value). A
 conformance check must tell those apart from values the constraint wrongly
 rejects; :func:`unrepresentable` says why, or ``None``.
 """
@@ -84,13 +85,15 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
         if any(tokenizer.is_special(t) for t in tokenizer.encode(part.text)):
             return f"{part.kind} {part.text!r} holds a special token"
         if part.kind == "key":
-            if gemma and part.position != "declared" and not GEMMA_KEY.fullmatch(part.text):
-                return f"key {part.text!r} is no bare Gemma key"
-            if gemma or part.position != "extra":
+            if part.position == "declared":
                 continue
+            if gemma and not GEMMA_KEY.fullmatch(part.text):
+                return f"key {part.text!r} is no bare Gemma key"
             syntax = JSON_KEY if not part.top or dialect == "hermes" else QWEN_KEY if dialect == "qwen3_coder" else GLM_KEY
-            if not syntax.fullmatch(part.text):
+            if not gemma and part.position == "extra" and not syntax.fullmatch(part.text):
                 return f"undeclared key {part.text!r} has characters the key syntax cannot hold"
-        elif part.top and (problem := chosen.text_problem(part.text, top_level=True)) is not None:
-            return f"raw text {part.text[:40]!r}: {problem}"
+            if not part.top and (problem := chosen.key_problem(part.text, top_level=False)) is not None:
+                return f"key {part.text[:40]!r}: {problem}"
+        elif (problem := chosen.text_problem(part.text, top_level=part.top)) is not None:
+            return f"{'raw text' if part.top else 'string'} {part.text[:40]!r}: {problem}"
     return None

@@ -34,7 +34,7 @@ def regex(pattern: str) -> str:
 
 
 def json_leaf(schema: dict[str, Any]) -> str:
-    """A ``%json`` sub-grammar for one scalar schema, in :data:`JSON_STYLE`."""
+    """A ``%json`` sub-grammar for one schema, in :data:`JSON_STYLE`."""
     return "%json " + json.dumps({**schema, "x-guidance": JSON_STYLE}, ensure_ascii=False, sort_keys=True)
 
 

@@ -95,3 +95,31 @@ def _translate_escapes(pattern: str) -> str | None:
         out.append(char)
         index += 1
     return "".join(out)
+
+
+def without_text(text: str) -> str:
+    """A whole-string regex of the strings that do not contain ``text``,
+    without look-around (it serves as a JSON Schema ``pattern``).
+
+    Written as runs between occurrences of ``text``'s first character: each
+    such occurrence may be followed by a proper prefix of the rest and then
+    any character that breaks the match. That is exact when the first
+    character does not occur again in ``text`` (no failed partial match can
+    hide the start of another), which is required.
+    """
+    first, rest = text[:1], text[1:]
+    if not text or first in rest:
+        raise ValueError(f"{text!r} must be non-empty and not repeat its first character")
+    head = _class_escape(first)
+    breaks = "|".join(
+        f"{_escape(rest[:k])}(?:[^{_class_escape(rest[k])}{head}][^{head}]*)?" for k in range(len(rest))
+    )
+    return f"^(?:[^{head}]*(?:{_escape(first)}(?:{breaks}))*)$"
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + char if char in r"\.+*?()|[]{}^$" else char for char in text)
+
+
+def _class_escape(char: str) -> str:
+    return "\\" + char if char in r"\]^-[&~" else char

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -41,7 +42,7 @@ from ..frames import (
 from ..schema.formats import FORMAT_PATTERNS
 from ..schema.values import exact
 from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
-from .regex import ecma_to_rust
+from .regex import ecma_to_rust, without_text
 
 KEY_ORDERS = ("trained", "schema", "alphabetical", "any")
 
@@ -79,6 +80,9 @@ class ValueSyntax:
     item_separator: str
     free_rule: str
     string_delimiter: str | None = None
+    excluded_text: str | None = None
+    """Text no JSON string (value or key) may contain: a closing marker the
+    dialect's parsers look for in the raw text of a whole value."""
 
     def key(self, name: str) -> str:
         """Lark for a declared key and the separator after it, lexed as
@@ -166,7 +170,7 @@ class ValueEmitter:
     def value(self, frame: Frame, path: str = "") -> str:
         """The name of a rule matching one value of ``frame``."""
         if isinstance(frame, FreeFrame):
-            return self.syntax.free_rule
+            return self._free_value()
         key = frame_digest(frame, self._digests)
         if key in self._memo:
             return self._memo[key]
@@ -178,6 +182,24 @@ class ValueEmitter:
         name = self.rules.add(frame.kind, self._body(frame, path))
         self._memo[key] = name
         return name
+
+    def _free_value(self) -> str:
+        """The rule for any value: the grammar's own, or with
+        :attr:`ValueSyntax.excluded_text` one that keeps it out of strings and keys."""
+        excluded = self.syntax.excluded_text
+        if excluded is None:
+            return self.syntax.free_rule
+        if "free" not in self._memo:
+            text = {"type": "string", "pattern": without_text(excluded)}
+            scalars = [text, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
+            value = {"$ref": "#/$defs/value"}
+            composites = [
+                {"type": "array", "items": value},
+                {"type": "object", "patternProperties": {text["pattern"]: value}, "additionalProperties": False},
+            ]
+            schema = {"$defs": {"value": {"anyOf": scalars + composites}}, **value}
+            self._memo["free"] = self.rules.add("free_value", json_leaf(schema))
+        return self._memo["free"]
 
     def _body(self, frame: Frame, path: str) -> str:
         if isinstance(frame, StringFrame):
@@ -260,6 +282,8 @@ class ValueEmitter:
                 schema["pattern"] = f"^(?:{patterns[0]})$"
                 if len(patterns) > 1:
                     self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
+            if self.syntax.excluded_text is not None:
+                return json_leaf({"allOf": [schema, {"pattern": without_text(self.syntax.excluded_text)}]})
             return json_leaf(schema)
         delimiter = self.syntax.string_delimiter
         return f"{delimiter} {self.raw_text(frame, path) or 'GEMMA_TEXT?'} {delimiter}"
@@ -369,6 +393,8 @@ class ValueEmitter:
             return f"{self.syntax.key(key)} {self.value(value, f'{path}/properties/{key}')}"
 
         key_regex = JSON_KEY_REGEX if self.syntax.name == "json" else GEMMA_KEY_REGEX
+        if self.syntax.excluded_text is not None:
+            key_regex += f" & ~{regex('(?s:.*)' + re.escape(self.syntax.excluded_text) + '(?s:.*)')}"
         extra = self.additional_member(
             frame, path, key_regex, self.syntax.any_key, lambda v: self.value(v, f"{path}/additionalProperties")
         )

@@ -1,4 +1,5 @@
-"""The string formats enforced during generation, each as one regular expression.
+"""The string formats enforced during generation, each as one regular expression,
+and the checks the parser's validation adds where a pattern cannot say it all.
 
 The grammar emitters and :func:`format_matches` share these patterns, so what
 the constraint lets through is exactly what the frame check accepts. They use
@@ -9,6 +10,9 @@ the whole string. Dates are exact, leap years included.
 from __future__ import annotations
 
 import re
+from typing import Callable
+
+import idna
 
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"{_OCTET}(\.{_OCTET}){{3}}"
@@ -53,15 +57,18 @@ _URI = (
     rf"[A-Za-z][A-Za-z0-9+.-]*:(//{_AUTHORITY}(/{_PCHAR}*)*|/?({_PCHAR}+(/{_PCHAR}*)*)?)"
     rf"(\?({_PCHAR}|[/?])*)?(#({_PCHAR}|[/?])*)?"
 )
+# RFC 5321 section 4.1.2: a dot-atom or quoted local part; a domain, or an address literal.
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_QUOTED = r'"([ !#-\[\]-~]|\\[ -~])*"'
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DOMAIN = rf"({_LABEL}(\.{_LABEL})*|\[{_IPV4}\]|\[IPv6:{_IPV6}\])"
 
 FORMAT_PATTERNS: dict[str, str] = {
     "date-time": rf"{_DATE}[Tt]{_TIME}",
     "date": _DATE,
     "time": _TIME,
     "uuid": r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
-    "email": rf"{_ATOM}(\.{_ATOM})*@{_LABEL}(\.{_LABEL})*",
+    "email": rf"({_ATOM}(\.{_ATOM})*|{_QUOTED})@{_DOMAIN}",
     "uri": _URI,
     "ipv4": _IPV4,
     "ipv6": _IPV6,
@@ -74,3 +81,38 @@ _COMPILED = {name: re.compile(pattern) for name, pattern in FORMAT_PATTERNS.item
 def format_matches(format_name: str, text: str) -> bool:
     """Whether ``text`` is in ``format_name`` as the constraint enforces it."""
     return _COMPILED[format_name].fullmatch(text) is not None
+
+
+CHECKED_AFTER_GENERATION = {"hostname": "IDNA A-labels and the 253-character limit"}
+"""What of a format the pattern leaves to the parser's validation (the
+compiler warns of it): rules no regular expression of the automaton states."""
+
+
+def _hostname(text: str) -> bool:
+    """JSON Schema's ``hostname`` (RFC 1123, RFC 5890): the pattern's
+    labels, at most 253 characters, every A-label (``xn--``) valid IDNA 2008,
+    and no other label with ``--`` in its third and fourth places."""
+    if len(text) > 253 or not format_matches("hostname", text):
+        return False
+    for label in text.split("."):
+        if label[2:4] != "--":
+            continue
+        if label[:2].lower() != "xn":
+            return False
+        try:
+            idna.decode(label)
+        except (idna.IDNAError, UnicodeError):
+            return False
+    return True
+
+
+_RELATIVE_JSON_POINTER = re.compile(r"(0|[1-9][0-9]*)(#|(/([^/~]|~[01])*)*)")
+
+FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
+    "hostname": _hostname,
+    "relative-json-pointer": lambda text: _RELATIVE_JSON_POINTER.fullmatch(text) is not None,
+}
+"""The parser's checks of formats where jsonschema's own differ from JSON
+Schema: its ``hostname`` check needs an optional package (``fqdn``) and
+knows no A-labels; its ``relative-json-pointer`` rejects ``100`` and takes
+non-ASCII digits."""

@@ -40,6 +40,7 @@ from ..frames import (
     SchemaWarning,
     StringFrame,
 )
+from .formats import CHECKED_AFTER_GENERATION
 from .limits import MAX_DEPTH, MAX_EXPANSION, MAX_PROPERTIES, check_nesting
 from .patterns import pattern_problem, python_pattern
 from .refs import Unresolvable, enter, pointer_token, resolver_for, specification_of
@@ -547,6 +548,9 @@ class _Normalizer:
                 if fmt in SUPPORTED_FORMATS:
                     if fmt not in formats:
                         formats.append(fmt)
+                    if fmt in CHECKED_AFTER_GENERATION:
+                        self.warn(site.path, "format", f"format {fmt!r}: {CHECKED_AFTER_GENERATION[fmt]} are "
+                                  "checked after generation, not during it")
                 else:
                     self.warn(site.path, "format", f"format {fmt!r} is not enforced during generation")
         if len(formats) > 1:

@@ -9,7 +9,8 @@ fetched; a reference that does not resolve or that comes back to itself
 accepts any value, as the normalizer relaxed it with a warning; patterns
 (``pattern``, ``patternProperties``, and so ``additionalProperties``) match
 as the frames match them; ``multipleOf`` is exact, on the numbers as
-written.
+written; ``hostname`` and ``relative-json-pointer`` are checked as JSON
+Schema defines them (:data:`~constrained.schema.formats.FORMAT_CHECKS`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
+from .formats import FORMAT_CHECKS
 from .values import exact, pattern_matches
 
 Keyword = Callable[[Any, Any, Any, Any], Iterator[ValidationError]]
@@ -46,7 +48,17 @@ def validator_for(schema: dict[str, Any]) -> Validator:
     patterns and ``multipleOf`` as the frames do."""
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls = _offline_class(base)
-    return cls(schema, registry=OFFLINE_REGISTRY, format_checker=base.FORMAT_CHECKER)
+    return cls(schema, registry=OFFLINE_REGISTRY, format_checker=_format_checker(base))
+
+
+@functools.cache
+def _format_checker(base: type[Validator]) -> jsonschema.FormatChecker:
+    """``base``'s format checker with :data:`FORMAT_CHECKS` in place of its own."""
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checkers = dict(base.FORMAT_CHECKER.checkers)
+    for name, check in FORMAT_CHECKS.items():
+        checker.checks(name)(lambda instance, check=check: not isinstance(instance, str) or check(instance))
+    return checker
 
 
 @functools.cache
