@@ -161,7 +161,8 @@ _BY_KIND: dict[str, Any] = {cls.kind: cls for cls in FRAME_TYPES}  # type: ignor
 
 # The formats enforced during generation (patterns in constrained.schema.formats).
 SUPPORTED_FORMATS = frozenset(
-    {"date-time", "date", "time", "uuid", "email", "uri", "ipv4", "ipv6", "hostname"}
+    {"date-time", "date", "time", "duration", "uuid", "email", "uri", "uri-reference", "iri", "iri-reference",
+     "uri-template", "ipv4", "ipv6", "hostname", "json-pointer", "relative-json-pointer"}
 )
 
 

@@ -26,6 +26,13 @@ EXAMPLES = {
     "ipv4": (["192.168.0.1", "0.0.0.0"], ["127.0.0.0.1", "256.256.256.256", "1.2.3"]),
     "ipv6": (["::1", "2001:db8::8a2e:370:7334", "::ffff:192.168.0.1"], ["12345::", "1:2:3:4:5:6:7:8:9", ":::"]),
     "hostname": (["www.example.com", "xn--4gbwdl.xn--wgbh1c"], ["-a-host-name-that-starts-with--", "not_a_valid_host_name", "a" * 64]),
+    "duration": (["P4DT12H30M5S", "P2W", "PT36H", "P1Y2M"], ["P", "PT", "P1YT", "P2D1Y", "P1Y2W", "PT0.5S", "P1Y2D", "PT1H2S"]),
+    "uri-reference": (["//foo.bar/?baz=qux#quux", "/abc", "abc", "", "?q=1", "./this:that"], ["1:b", "/[::1]", "/%zz", "//a@b@c/", "\\\\x"]),
+    "iri": (["http://\u0192\u00f8\u00f8.\u00df\u00e5r/?\u2202=x", "http://[V1.fe]", "urn:x:y"], ["/abc", "\u00e2\u03c0", "http://1:2:3"]),
+    "iri-reference": (["/\u00e2\u03c0\u03c0", "#\u0192r\u00e4g", "//h/p"], ["#fr\\ag", "a b"]),
+    "uri-template": (["http://x/{term:1}/{term}", "", "{+var}", "{x,y}", "{a.b}", "a'b", "{v:1000}"], ["{}", "{a,,b}", "{v:0}", "{a..b}", "{v:01}", "foo}bar", "a b"]),
+    "json-pointer": (["", "/", "/foo/0", "/a~1b", "/foo\x00bar\n"], ["#", "/~2", "/~", "a/a"]),
+    "relative-json-pointer": (["0", "100", "0#", "2/0/baz/1/zip", "0//"], ["", "01/a", "-1", "\u0661/foo", "1#/a", "0/~2"]),
 }
 
 
@@ -57,7 +64,10 @@ CHECKED_AFTER = {
         ["a" * 63 + "." + "b" * 63 + "." + "c" * 63 + "." + "d" * 61 + ".e", "xn--X", "xn--hello-txk", "xn--vek",
          "XN--aa---o47jg78q", "ab--c.com"],
     ),
-    "relative-json-pointer": (["0", "100", "0#", "2/0/baz/1/zip", "0//"], ["", "01/a", "-1", "\u0661/foo", "1#/a", "0/~2"]),
+    "idn-hostname": (
+        ["\uc2e4\ub840.\ud14c\uc2a4\ud2b8", "a\u3002b", "l\u00b7l", "xn--ihqwcrb4cv8a8dqg056pqjye", "hostname"],
+        ["", "example.", "a..b", "\u3002example", "xn--X", "xn--example-", "-hello", "a\u00b7l", "0a.\u05d0", "a" * 64],
+    ),
 }
 
 

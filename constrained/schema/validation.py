@@ -9,8 +9,8 @@ fetched; a reference that does not resolve or that comes back to itself
 accepts any value, as the normalizer relaxed it with a warning; patterns
 (``pattern``, ``patternProperties``, and so ``additionalProperties``) match
 as the frames match them; ``multipleOf`` is exact, on the numbers as
-written; ``hostname`` and ``relative-json-pointer`` are checked as JSON
-Schema defines them (:data:`~constrained.schema.formats.FORMAT_CHECKS`).
+written; formats are checked as the constraint enforces them, plus what
+no pattern can say (:data:`~constrained.schema.formats.FORMAT_CHECKS`).
 """
 
 from __future__ import annotations
