@@ -22,6 +22,7 @@ import pytest
 from constrained import compile_tools, render_tool_calls
 from constrained.constraint import ToolCallConstraint
 from constrained.dialects import DIALECTS
+from constrained.frames import SUPPORTED_FORMATS
 from constrained.fuzz import (
     FuzzSummary,
     Outcome,
@@ -95,6 +96,26 @@ TIME = {
     "type": "function",
     "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}},
 }
+
+
+def format_tool() -> dict:
+    """Every enforced format as a required argument, and again nested."""
+    props = {name.replace("-", "_"): {"type": "string", "format": name} for name in sorted(SUPPORTED_FORMATS)}
+    nested = {"type": "object", "properties": props, "required": sorted(props)}
+    parameters = {"type": "object", "properties": {**props, "nested": nested}, "required": [*sorted(props), "nested"]}
+    return {"name": "formats", "parameters": parameters}
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_walks_through_every_format_finish_valid(dialect, one_torch_thread):
+    """The format patterns are large (IRIs: every plane's characters); walks
+    through them at both depths never wedge, and what finishes validates
+    (the parser checks formats with the same patterns)."""
+    compiled = compile_tools([format_tool()], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required")
+    summary = FuzzSummary(keep=3)
+    summary.merge(fuzz(compiled, 4, zlib.crc32(dialect.encode()), WalkOptions(budget=1500, crosscheck_every=4)))
+    assert summary.ok, [run.to_json() for run in summary.failures]
+    assert summary.finished >= 1, summary.counts()
 
 
 def weather(dialect: str = "gemma4", **options):
