@@ -285,8 +285,7 @@ def _compile(
     fingerprint: str,
 ) -> CompiledTools:
     _check_markers(dialect, tok)
-    for tool in tools:
-        check_writable(dialect, tool, tok)
+    check_writable(dialect, tools, tok)
     order = dialect.trained_key_order if key_order == "trained" else key_order
     markers = Markers(tok)
     rules = RuleSet()

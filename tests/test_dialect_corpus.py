@@ -430,7 +430,9 @@ UNREPRESENTABLE_CASES = [
     ("glm47", {"x": {"type": "string", "pattern": "^a"}}, {"x": "a</arg_value>"}, "</arg_value>"),
     ("hermes", {"x": {"type": "object"}}, {"x": {}, 'a"b': 1}, "key syntax"),
     ("hermes", {"x": {"type": "string"}}, {"x": "see <tool_call>"}, "special token"),
-    ("gemma4", {"x": {"type": "object"}}, {"x": {"1st": 1}}, "bare Gemma key"),
+    ("gemma4", {"x": {"type": "object"}}, {"x": {"1st": 1}}, "key syntax"),
+    ("glm47", {"x": {"type": "array", "items": {"type": "string"}}}, {"x": ["a</arg_value>b"]}, "</arg_value>"),
+    ("glm47", {"x": {"type": "object"}}, {"x": {"k</arg_value>": 1}}, "</arg_value>"),
     ("gemma4", {"x": {"type": "string"}}, {"x": 'a<|"|>b'}, "special token"),
     ("functiongemma", {"x": {"type": "string"}}, {"x": "a<escape>b"}, "special token"),
 ]

@@ -64,6 +64,10 @@ class Dialect(ABC):
     reasoning_markers: ClassVar[tuple[str, str] | None] = None
     """The text around a reasoning block, for the parser, where it is more
     than the two :attr:`reasoning_tokens`."""
+    argument_key: ClassVar[str | None] = None
+    """Regex of an argument key written in the call's own markup (XML-style
+    dialects), for keys that are not declared and for the declared ones'
+    check; ``None``: arguments are a value, keys as :attr:`value_syntax` has them."""
     python_literals: ClassVar[bool] = False
     """Whether the grammar lets raw values be ``True``/``False``/``None``."""
     chat_prefix: ClassVar[str] = ""

@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..grammar.lark import literal
+from ..grammar.lark import literal, regex
 from ..grammar.values import JSON_SYNTAX, ValueEmitter, ValueSyntax
 from ..schema.tool import NormalizedTool
 from .base import Markers
@@ -16,8 +16,13 @@ from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text
 from .segments import Malformed, Partial, Raw, Value, held_back
 
 
+_KEY_TEXT = r"[^<\n]+"
+"""Tool names and argument keys in the call markup."""
+
+
 class Glm45(RawValueDialect):
     name = "glm45"
+    argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
     required_tokens = ("<tool_call>", "</tool_call>")
@@ -38,7 +43,7 @@ class Glm45(RawValueDialect):
             extra = emitter.additional_member(
                 frame,
                 "",
-                r"/[^<\n]+/",
+                regex(_KEY_TEXT),
                 lambda name: f"{key_open} {name} {key_close}",
                 lambda value: values.value(value, emitter, "/additionalProperties"),
             )
@@ -143,7 +148,7 @@ class Glm45(RawValueDialect):
         return Partial(name, pairs)
 
 
-_NAME = re.compile(r"[^<\n]+")
+_NAME = re.compile(_KEY_TEXT)
 
 
 class Glm47(Glm45):

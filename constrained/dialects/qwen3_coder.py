@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..grammar.lark import literal, literals
+from ..grammar.lark import literal, literals, regex
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Markers
@@ -22,8 +22,13 @@ from .segments import Malformed, Partial, Raw, Value, held_back
 CLOSE = "\n</parameter>\n"
 
 
+_KEY_TEXT = r"[^>\n]+"
+"""Tool names and argument keys in the call markup."""
+
+
 class Qwen3Coder(RawValueDialect):
     name = "qwen3_coder"
+    argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
     required_tokens = ("<tool_call>", "</tool_call>")
@@ -48,7 +53,7 @@ class Qwen3Coder(RawValueDialect):
                 lambda key, value: f"{literals('<parameter=', key, '>' + chr(10))} {self.values.value(value, emitter, '/properties/' + key)}",
                 "",
                 emitter.additional_member(
-                    frame, "", r"/[^>\n]+/", self.any_key, lambda v: self.values.value(v, emitter, "/additionalProperties")
+                    frame, "", regex(_KEY_TEXT), self.any_key, lambda v: self.values.value(v, emitter, "/additionalProperties")
                 ),
                 "",
             )
@@ -117,6 +122,6 @@ class Qwen3Coder(RawValueDialect):
         return Partial(name, pairs)
 
 
-_NAME = re.compile(r"[^>\n]+")
+_NAME = re.compile(_KEY_TEXT)
 _FUNCTION = re.compile(r"\n<function=([^>\n]+)>\n")
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n")

@@ -21,16 +21,7 @@ from ..schema.tool import NormalizedTool
 from ..schema.values import frame_accepts, pattern_matches
 from ..tokenizers import Tokenizer
 from . import get_dialect
-from .gemma import Gemma4
-
-# Key text each dialect can write for a key that is not declared (declared
-# keys are literals and may be anything): XML parameter names, GLM arg keys,
-# JSON keys without escapes (the grammar writes none), Gemma's bare keys.
-QWEN_KEY = re.compile(r"[^>\n]+")
-GLM_KEY = re.compile(r"[^<\n]+")
-JSON_KEY = re.compile(r'[^"\\\x00-\x1f]+')
-GEMMA_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
-
+from .base import Markers
 
 @dataclass(frozen=True)
 class Part:
@@ -78,7 +69,6 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
     """Why ``dialect`` (with ``tokenizer``'s special tokens) cannot write
     these arguments of ``tool``, or ``None``."""
     chosen = get_dialect(dialect)
-    gemma = isinstance(chosen, Gemma4)
     for part in parts(arguments, tool.root, tool.schema):
         if any(0xD800 <= ord(c) <= 0xDFFF for c in part.text):
             return f"{part.kind} {part.text!r} holds a lone surrogate, which UTF-8 cannot encode"
@@ -87,11 +77,11 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
         if part.kind == "key":
             if part.position == "declared":
                 continue
-            if gemma and not GEMMA_KEY.fullmatch(part.text):
-                return f"key {part.text!r} is no bare Gemma key"
-            syntax = JSON_KEY if not part.top or dialect == "hermes" else QWEN_KEY if dialect == "qwen3_coder" else GLM_KEY
-            if not gemma and part.position == "extra" and not syntax.fullmatch(part.text):
-                return f"undeclared key {part.text!r} has characters the key syntax cannot hold"
+            syntax = chosen.values_syntax(Markers(tokenizer))
+            pattern = chosen.argument_key if part.top and chosen.argument_key else syntax.key_pattern
+            # An untyped value's keys are JSON strings (any text, escaped) or Gemma's bare keys.
+            if (part.position == "extra" or syntax.name == "gemma") and not re.fullmatch(pattern, part.text):
+                return f"undeclared key {part.text!r} has characters the key syntax ({pattern}) cannot hold"
             if not part.top and (problem := chosen.key_problem(part.text, top_level=False)) is not None:
                 return f"key {part.text[:40]!r}: {problem}"
         elif (problem := chosen.text_problem(part.text, top_level=part.top)) is not None:

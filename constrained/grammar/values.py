@@ -79,6 +79,9 @@ class ValueSyntax:
     member_separator: str
     item_separator: str
     free_rule: str
+    key_pattern: str
+    """Regex of the key text written for a key that is not declared (declared
+    keys are literals): JSON keys without escapes, Gemma's bare keys."""
     string_delimiter: str | None = None
     excluded_text: str | None = None
     """Text no JSON string (value or key) may contain: a closing marker the
@@ -120,18 +123,15 @@ class ValueSyntax:
 # Literal alternatives past this many are emitted as one lexeme (ValueEmitter.choice).
 LARGE_CHOICE = 256
 
-JSON_SYNTAX = ValueSyntax("json", ", ", ", ", "json_value")
+JSON_SYNTAX = ValueSyntax("json", ", ", ", ", "json_value", r'[^"\\\x00-\x1f]+')
 
 
 def gemma_syntax(string_delimiter: str) -> ValueSyntax:
     """Gemma's value syntax with its string delimiter token (``<|"|>`` for
     Gemma 4, ``<escape>`` for FunctionGemma)."""
-    return ValueSyntax("gemma", ",", ",", "gemma_value", string_delimiter)
+    return ValueSyntax("gemma", ",", ",", "gemma_value", r"[A-Za-z_$][A-Za-z0-9_$.\-]*", string_delimiter)
 
 
-# Any key text for additional members: JSON keys without escapes, bare Gemma keys.
-JSON_KEY_REGEX = r'/[^"\\\x00-\x1f]+/'
-GEMMA_KEY_REGEX = r"/[A-Za-z_$][A-Za-z0-9_$.\-]*/"
 
 
 class ValueEmitter:
@@ -392,7 +392,7 @@ class ValueEmitter:
         def member(key: str, value: Frame) -> str:
             return f"{self.syntax.key(key)} {self.value(value, f'{path}/properties/{key}')}"
 
-        key_regex = JSON_KEY_REGEX if self.syntax.name == "json" else GEMMA_KEY_REGEX
+        key_regex = regex(self.syntax.key_pattern)
         if self.syntax.excluded_text is not None:
             key_regex += f" & ~{regex('(?s:.*)' + re.escape(self.syntax.excluded_text) + '(?s:.*)')}"
         extra = self.additional_member(
