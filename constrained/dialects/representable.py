@@ -69,6 +69,7 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
     """Why ``dialect`` (with ``tokenizer``'s special tokens) cannot write
     these arguments of ``tool``, or ``None``."""
     chosen = get_dialect(dialect)
+    syntax = chosen.values_syntax(Markers(tokenizer))
     for part in parts(arguments, tool.root, tool.schema):
         if any(0xD800 <= ord(c) <= 0xDFFF for c in part.text):
             return f"{part.kind} {part.text!r} holds a lone surrogate, which UTF-8 cannot encode"
@@ -77,7 +78,6 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
         if part.kind == "key":
             if part.position == "declared":
                 continue
-            syntax = chosen.values_syntax(Markers(tokenizer))
             pattern = chosen.argument_key if part.top and chosen.argument_key else syntax.key_pattern
             # An untyped value's keys are JSON strings (any text, escaped) or Gemma's bare keys.
             if (part.position == "extra" or syntax.name == "gemma") and not re.fullmatch(pattern, part.text):
