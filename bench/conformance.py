@@ -242,12 +242,29 @@ def relaxed_table(rows: Sequence[Row], dialects: Sequence[str]) -> str:
 
 
 def refusals(rows: Sequence[Row]) -> str:
-    """Schemas the compiler refused (schema x dialect), by error type."""
+    """Schemas or tools the compiler refused or left out (schema x dialect),
+    by error and cause: the reason with the tool's name and the pointer left
+    out, so one cause in many schemas is one line."""
     refused = {(r.source, r.group, r.dialect): r for r in rows if r.verdict.outcome is Outcome.REFUSED}
-    reasons = Counter(row.verdict.reason.split(":", 1)[0] for row in refused.values())
-    if not reasons:
-        return "**Refused schemas**: none."
-    return "**Refused schemas** (schema x dialect, by error): " + ", ".join(f"{kind} {n}" for kind, n in reasons.most_common())
+    causes = Counter(_cause(row.verdict.reason) for row in refused.values())
+    if not causes:
+        return "**Refused tools**: none."
+    lines = [f"**Refused tools** ({len(refused)} schema x dialect), by cause:", "",
+             "| error | cause | schema x dialect |", "|---|---|---:|"]
+    for (kind, cause), count in sorted(causes.items(), key=lambda item: (-item[1], item[0])):
+        lines.append(f"| {kind} | {cause.replace('|', chr(92) + '|')} | {count} |")
+    return "\n".join(lines)
+
+
+_NAMED = re.compile(r"^(tool '[^']*'( left out)?(, | at )?)?(schema at [^:]*: )?(/[^:]*: )?")
+
+
+def _cause(reason: str) -> tuple[str, str]:
+    """A refusal's error class and its cause, without the tool's name and pointer."""
+    kind, _, message = reason.partition(": ")
+    cause = _NAMED.sub("", message)
+    cause = re.sub(r"'[^']*'", "'...'", cause)
+    return kind, cause[:120]
 
 
 def listing(rows: Sequence[Row], kinds: Sequence[str], title: str, limit: int | None = None) -> str:

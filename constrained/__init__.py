@@ -27,11 +27,11 @@ from .render import render_tool_calls
 from .repair import RepairResult, repair_arguments
 from .schema.annotate import annotate_ref_types
 from .schema.normalize import normalize_schema
-from .schema.tool import NormalizedTool, normalize_tool, normalize_tools
+from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set, normalize_tools
 from .schema.types import effective_type, json_types
 from .stream import ToolCallStreamParser
 from .tokenizers import Tokenizer, TokenizerError, load_tokenizer
-from .tools import Tool, load_tools, load_tools_file
+from .tools import Tool, load_tool_entries, load_tools, load_tools_file
 
 __all__ = [
     "DIALECTS",
@@ -45,6 +45,7 @@ __all__ = [
     "GenerationError",
     "GenerationResult",
     "GenerationStats",
+    "LeftOutTool",
     "LoadedModel",
     "NormalizedSchema",
     "NormalizedTool",
@@ -62,6 +63,7 @@ __all__ = [
     "ToolCallStoppingCriteria",
     "ToolCallStreamParser",
     "ToolDefinitionError",
+    "ToolSet",
     "UnknownDialectError",
     "UnsatisfiableSchemaError",
     "annotate_ref_types",
@@ -71,10 +73,12 @@ __all__ = [
     "json_types",
     "load_model",
     "load_tokenizer",
+    "load_tool_entries",
     "load_tools",
     "load_tools_file",
     "normalize_schema",
     "normalize_tool",
+    "normalize_tool_set",
     "normalize_tools",
     "parse_tool_calls",
     "render_tool_calls",

@@ -13,8 +13,8 @@ from .errors import CompileError, ConstrainedError, GenerationError
 from .fuzz import SAMPLERS, FuzzSummary, WalkOptions, fuzz
 from .parse import parse_tool_calls
 from .render import render_tool_calls
-from .schema.tool import normalize_tools
-from .tools import load_tools_file
+from .schema.tool import normalize_tool_set
+from .tools import read_tools_file
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
@@ -171,7 +171,7 @@ def _compile_options(parser: argparse.ArgumentParser) -> None:
 
 def _compiled(args: argparse.Namespace) -> Any:
     return compile_tools(
-        load_tools_file(args.tools),
+        read_tools_file(args.tools),
         args.dialect,
         args.tokenizer or DIALECTS[args.dialect].default_tokenizer,
         tool_choice=args.tool_choice,
@@ -185,9 +185,12 @@ def _read(source: str) -> str:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    tools = normalize_tools(load_tools_file(args.tools), strict=not args.loose)
-    _print_json([{"name": tool.name, **tool.schema.to_json()} for tool in tools])
-    return 0
+    tool_set = normalize_tool_set(read_tools_file(args.tools), strict=not args.loose)
+    _print_json(
+        [{"name": tool.name, **tool.schema.to_json()} for tool in tool_set.tools]
+        + [{"name": tool.name, "left_out": {"path": tool.path, "reason": tool.reason}} for tool in tool_set.left_out]
+    )
+    return 1 if tool_set.left_out else 0
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -208,6 +211,7 @@ def _compile(args: argparse.Namespace) -> int:
             "fingerprint": compiled.fingerprint,
             "grammar_chars": len(compiled.grammar),
             "warnings": [str(w) for w in compiled.warnings],
+            "left_out": [{"name": t.name, "path": t.path, "reason": t.reason} for t in compiled.left_out],
             "output": args.output,
         }
     )
@@ -223,13 +227,13 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    _print_json(parse_tool_calls(_read(args.trailing), load_tools_file(args.tools), args.dialect).to_json())
+    _print_json(parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect).to_json())
     return 0
 
 
 def _render(args: argparse.Namespace) -> int:
     calls = json.loads(_read(args.trailing))
-    sys.stdout.write(render_tool_calls(calls, load_tools_file(args.tools), args.dialect, key_order=args.key_order))
+    sys.stdout.write(render_tool_calls(calls, read_tools_file(args.tools), args.dialect, key_order=args.key_order))
     sys.stdout.write("\n")
     return 0
 
@@ -247,7 +251,7 @@ def _generate(args: argparse.Namespace) -> int:
         loaded.model,
         loaded.tokenizer,
         args.prompt,
-        load_tools_file(args.tools),
+        read_tools_file(args.tools),
         loaded.dialect,
         tool_choice=args.tool_choice,
         parallel_tool_calls=not args.no_parallel,
@@ -271,7 +275,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
-    tools = load_tools_file(args.tools)
+    tools = read_tools_file(args.tools)
     options = WalkOptions(args.sampler, args.budget, args.crosscheck, args.fast_forward, args.rollback)
     total = FuzzSummary(keep=args.show)
     by_dialect: dict[str, dict[str, int]] = {}

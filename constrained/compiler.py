@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
@@ -23,12 +23,13 @@ from .frames import SchemaWarning, canonical_json
 from .grammar.lark import RuleSet
 from .grammar.values import KEY_ORDERS, ValueEmitter
 from .schema.limits import too_deep
-from .schema.tool import NormalizedTool, normalize_tool, normalize_tools
+from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set
 from .tools import Tool
 from .tokenizers import Tokenizer, load_tokenizer
-from .writable import check_writable
+from .writable import writable_tool_set
 
 TOOL_CHOICES = ("auto", "required", "none")
+BAD_TOOLS = ("leave_out", "raise")
 FORMAT_VERSION = 2
 _CACHE_SIZE = 64
 
@@ -74,7 +75,16 @@ class CompiledTools:
     fingerprint: str
     tokenizer: Tokenizer = field(repr=False, compare=False)
     reasoning: bool = True
+    left_out: tuple[LeftOutTool, ...] = ()
+    """Tools of the set that are not in the grammar, each with the JSON
+    Pointer and the reason (also in :attr:`warnings`); a call of one is an
+    error in the parser's ``errors``."""
     _template: Any = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def tool_set(self) -> ToolSet:
+        """The compiled tools and the ones left out, as the parser reads them."""
+        return ToolSet(self.tools, self.left_out)
 
     def matcher(self) -> Any:
         """A fresh ``llguidance.LLMatcher`` for one sequence: a copy of one
@@ -131,6 +141,7 @@ class CompiledTools:
                 for t in self.tools
             ],
             "warnings": [{"tool": w.tool, **w.warning.__dict__} for w in self.warnings],
+            "left_out": [{"name": t.name, "path": t.path, "reason": t.reason} for t in self.left_out],
         }
         Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
@@ -165,6 +176,7 @@ class CompiledTools:
             fingerprint=data["fingerprint"],
             tokenizer=tok,
             reasoning=data.get("reasoning", True),
+            left_out=tuple(LeftOutTool(t["name"], t["reason"], t["path"]) for t in data.get("left_out", [])),
         )
 
 
@@ -182,6 +194,7 @@ def compile_tools(
     *,
     strict: bool = True,
     reasoning: bool = True,
+    bad_tools: str = "leave_out",
 ) -> CompiledTools:
     """Compile ``tools`` (any form :func:`load_tools` accepts, or
     :class:`NormalizedTool` objects) into a constraint in ``dialect``'s syntax.
@@ -193,19 +206,33 @@ def compile_tools(
     ``"any"`` (any order, every required key, no repeats; exact up to 8 keys).
     ``reasoning=False`` leaves out the dialect's reasoning block, for a model
     whose thinking is switched off.
+
+    ``bad_tools="leave_out"`` (the default): a tool that cannot be read
+    (malformed, unsatisfiable, past a limit, a bad definition, a name used
+    twice) or written in the dialect is left out of the grammar, listed in
+    :attr:`CompiledTools.left_out` and :attr:`CompiledTools.warnings`, and the
+    others compile. Only when tools were given and none is left does
+    compiling fail: with that tool's own error when one was given, else a
+    :class:`CompileError` listing each; and when ``tool_choice`` names a tool
+    left out. ``"raise"``: the first such tool's error is raised.
     """
+    if bad_tools not in BAD_TOOLS:
+        raise CompileError(f"unknown bad_tools {bad_tools!r}; expected one of {', '.join(BAD_TOOLS)}")
     chosen = get_dialect(dialect)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
-    options = (chosen.name, tool_choice, parallel_tool_calls, key_order, strict, reasoning, tok.fingerprint)
+    options = (chosen.name, tool_choice, parallel_tool_calls, key_order, strict, reasoning, bad_tools, tok.fingerprint)
     source = _source_key(tools, options)
     cached = _cached(source)
     if cached is not None:
         return cached
-    normalized = tuple(normalize_tools(tools, strict=strict))
-    _check_options(normalized, tool_choice, key_order)
-    key = _fingerprint(chosen.name, normalized, tool_choice, parallel_tool_calls, key_order, reasoning, tok)
+    if key_order not in KEY_ORDERS:
+        raise CompileError(f"unknown key_order {key_order!r}; expected one of {', '.join(KEY_ORDERS)}")
+    tool_set = normalize_tool_set(tools, strict=strict)
+    if bad_tools == "raise":
+        tool_set.raise_first()
+    key = _fingerprint(chosen.name, tool_set, tool_choice, parallel_tool_calls, key_order, reasoning, bad_tools, tok)
     compiled = _cached(key) or _compile(
-        chosen, normalized, tok, tool_choice, parallel_tool_calls, key_order, reasoning, key
+        chosen, tool_set, tok, tool_choice, parallel_tool_calls, key_order, reasoning, bad_tools, key
     )
     with _cache_lock:
         for name in (key, source):
@@ -242,33 +269,43 @@ def _source_key(tools: Any, options: tuple[Any, ...]) -> str | None:
     return "source:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _check_options(tools: Sequence[NormalizedTool], tool_choice: str, key_order: str) -> None:
-    if key_order not in KEY_ORDERS:
-        raise CompileError(f"unknown key_order {key_order!r}; expected one of {', '.join(KEY_ORDERS)}")
-    names = [tool.name for tool in tools]
-    if tool_choice == "required" and not tools:
-        raise CompileError('tool_choice="required" needs at least one tool, but the tool list is empty')
+def _check_tool_choice(tool_set: ToolSet, tool_choice: str, given: int) -> None:
+    """``tool_choice`` names a mode or a compiled tool, and some tool is
+    left to call when tools were given (``given`` of them)."""
+    names = [tool.name for tool in tool_set.tools]
+    left_out = tool_set.left_out_by_name()
+    if tool_choice in left_out:
+        raise CompileError(f"tool_choice names tool {tool_choice!r}, which was left out: {left_out[tool_choice].reason}")
     if tool_choice not in TOOL_CHOICES and tool_choice not in names:
         raise CompileError(
             f"tool_choice {tool_choice!r} is neither one of {', '.join(TOOL_CHOICES)} nor a tool name "
             f"(tools: {', '.join(names) or 'none'})"
         )
+    if given and not names:
+        if given == 1:
+            tool_set.raise_first()
+        reasons = "; ".join(str(tool) for tool in tool_set.left_out)
+        raise CompileError(f"none of the {given} tools can be compiled: {reasons}")
+    if tool_choice == "required" and not names:
+        raise CompileError('tool_choice="required" needs at least one tool, but the tool list is empty')
 
 
 def _fingerprint(
     dialect: str,
-    tools: Iterable[NormalizedTool],
+    tool_set: ToolSet,
     tool_choice: str,
     parallel: bool,
     key_order: str,
     reasoning: bool,
+    bad_tools: str,
     tok: Tokenizer,
 ) -> str:
     material = {
         "format": FORMAT_VERSION,
         "dialect": dialect,
-        "tools": [[t.name, t.description, t.parameters, t.strict] for t in tools],
-        "options": [tool_choice, parallel, key_order, reasoning],
+        "tools": [[t.name, t.description, t.parameters, t.strict] for t in tool_set.tools],
+        "left_out": [[t.name, t.path, t.reason] for t in tool_set.left_out],
+        "options": [tool_choice, parallel, key_order, reasoning, bad_tools],
         "tokenizer": tok.fingerprint,
     }
     return hashlib.sha256(canonical_json(material).encode("utf-8", "surrogatepass")).hexdigest()
@@ -276,31 +313,42 @@ def _fingerprint(
 
 def _compile(
     dialect: Dialect,
-    tools: tuple[NormalizedTool, ...],
+    tool_set: ToolSet,
     tok: Tokenizer,
     tool_choice: str,
     parallel: bool,
     key_order: str,
     reasoning: bool,
+    bad_tools: str,
     fingerprint: str,
 ) -> CompiledTools:
     _check_markers(dialect, tok)
-    check_writable(dialect, tools, tok)
+    given = len(tool_set.tools) + len(tool_set.left_out)
+    tool_set = writable_tool_set(dialect, tool_set, tok)
     order = dialect.trained_key_order if key_order == "trained" else key_order
     markers = Markers(tok)
     rules = RuleSet()
     warnings: list[ToolWarning] = []
     bodies = []
-    for tool in tools:
-        warnings.extend(ToolWarning(tool.name, w) for w in tool.warnings)
-        if tool_choice not in TOOL_CHOICES and tool.name != tool_choice:
-            continue
+    compiled_tools: list[NormalizedTool] = []
+    left_out = list(tool_set.left_out)
+    for tool in tool_set.tools:
         emitter = ValueEmitter(rules, dialect.values_syntax(markers), tool.schema.definitions, key_order=order, tool=tool.name)
         try:
-            bodies.append(dialect.call_body(tool, emitter, markers))
+            body = dialect.call_body(tool, emitter, markers) if tool_choice in (*TOOL_CHOICES, tool.name) else None
         except RecursionError:
-            raise too_deep(tool.name) from None
-        warnings.extend(ToolWarning(tool.name, w) for w in emitter.warnings)
+            left_out.append(LeftOutTool.from_error(tool.name, too_deep(tool.name)))
+            continue
+        compiled_tools.append(tool)
+        warnings.extend(ToolWarning(tool.name, w) for w in tool.warnings)
+        if body is not None:
+            bodies.append(body)
+            warnings.extend(ToolWarning(tool.name, w) for w in emitter.warnings)
+    tool_set = ToolSet(tuple(compiled_tools), tuple(left_out))
+    if bad_tools == "raise":
+        tool_set.raise_first()
+    _check_tool_choice(tool_set, tool_choice, given)
+    warnings.extend(ToolWarning(tool.name, tool.warning) for tool in tool_set.left_out)
     grammar = "\n".join(
         [
             dialect.grammar(),
@@ -314,7 +362,7 @@ def _compile(
     )
     compiled = CompiledTools(
         grammar=grammar,
-        tools=tools,
+        tools=tool_set.tools,
         warnings=tuple(warnings),
         dialect=dialect.name,
         tool_choice=tool_choice,
@@ -323,6 +371,7 @@ def _compile(
         fingerprint=fingerprint,
         tokenizer=tok,
         reasoning=reasoning,
+        left_out=tool_set.left_out,
     )
     compiled.matcher()
     return compiled

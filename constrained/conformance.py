@@ -19,6 +19,7 @@ and invalid examples::
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from enum import Enum
@@ -31,7 +32,8 @@ from .errors import ConstrainedError
 from .frames import ArrayFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from .parse import parse_tool_calls
 from .schema.normalize import normalize_schema
-from .schema.refs import Specification, specification_of
+from .schema.keywords import walk_schemas
+from .schema.refs import Specification, schema_id, specification_of
 from .schema.values import frame_accepts, json_key, member_frames
 from .tokenizers import Tokenizer
 
@@ -140,6 +142,10 @@ def judge_call(compiled: CompiledTools, name: str, arguments: Any, valid: bool) 
     exact = not relaxed
     if not isinstance(arguments, dict):
         return Verdict(Outcome.NOT_AN_OBJECT, valid, relaxed, "tool arguments are always an object")
+    left_out = compiled.tool_set.left_out_by_name().get(name)
+    if left_out is not None:
+        kind = type(left_out.error).__name__ if left_out.error is not None else "left out"
+        return Verdict(Outcome.REFUSED, valid, relaxed, f"{kind}: {left_out}")
     (tool,) = [tool for tool in compiled.tools if tool.name == name]
     dialect = get_dialect(compiled.dialect)
     if valid:
@@ -155,7 +161,7 @@ def judge_call(compiled: CompiledTools, name: str, arguments: Any, valid: bool) 
         if valid:
             return _valid_rejected(compiled, name, arguments, relaxed, text, check.byte_offset or 0)
         return Verdict(Outcome.REJECTED, valid, relaxed, "the constraint rejects it", text)
-    parsed = parse_tool_calls(text, compiled.tools, compiled.dialect)
+    parsed = parse_tool_calls(text, compiled, compiled.dialect)
     if parsed.errors or len(parsed.tool_calls) != 1:
         why = "; ".join(error.reason for error in parsed.errors) or f"{len(parsed.tool_calls)} calls read"
         if valid:
@@ -241,7 +247,8 @@ def judge_calls(
     """Compile ``tools`` (any form :func:`compile_tools` reads; with
     ``tool_choice="required"``) and judge each call. ``tokenizer`` defaults
     to the dialect's built-in one. When the compiler refuses the tools,
-    every call is :attr:`Outcome.REFUSED` with the compiler's reason."""
+    every call is :attr:`Outcome.REFUSED` with the compiler's reason, and
+    so is each call of a tool it left out of the set."""
     calls = list(calls)
     chosen = tokenizer if tokenizer is not None else get_dialect(dialect).default_tokenizer
     try:
@@ -298,29 +305,42 @@ def schema_tool(schema: Any, name: str = "f") -> SchemaTool:
     return SchemaTool({"name": name, "parameters": wrapper}, wrapped=True)
 
 
-# Keywords whose values are data, not schemas: a "$ref" in them is no reference.
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef")
 
 
-def _pointing_into(node: Any, base: str, specification: Specification[Any]) -> Any:
-    """``node`` with every local JSON Pointer reference (``#``, ``#/...``) of
-    the root resource prefixed by ``base``; an embedded resource (a node with
-    its own ``$id``, by the draft's rules) is left as it is, since its
-    references resolve against its own URI."""
-    if isinstance(node, list):
-        return [_pointing_into(item, base, specification) for item in node]
-    if not isinstance(node, dict) or specification.id_of(node) is not None:
-        return node
-    copy: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _REFERENCE_KEYWORDS and isinstance(value, str) and (value == "#" or value.startswith("#/")):
-            copy[key] = base + value[1:]
-        elif key in _DATA_KEYWORDS:
-            copy[key] = value
-        else:
-            copy[key] = _pointing_into(value, base, specification)
-    return copy
+def _pointing_into(schema: Any, base: str, specification: Specification[Any]) -> Any:
+    """A copy of ``schema`` with every local JSON Pointer reference (``#``,
+    ``#/...``) of the root resource prefixed by ``base``. Only schemas are
+    read (:func:`~constrained.schema.keywords.walk_schemas`, with what a
+    ``$ref`` may point at): a property *named* ``$ref`` or ``id`` is a
+    name, and ``enum``/``const``/``default``/``examples`` values are data.
+    An embedded resource (a schema with its own ``$id``, by the draft's
+    rules) is left as it is, since its references resolve against its own
+    URI."""
+    try:
+        copied = _copy(schema)
+    except RecursionError:
+        return schema  # deeper than any tool may nest: the compiler refuses it
+    if not isinstance(copied, dict):
+        return copied
+    embedded = functools.partial(schema_id, specification)
+    for node in walk_schemas(copied, possible=True, stop_at=lambda node: embedded(node) is not None):
+        for key in _REFERENCE_KEYWORDS:
+            value = node.get(key)
+            if isinstance(value, str) and (value == "#" or value.startswith("#/")):
+                node[key] = base + value[1:]
+    return copied
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of the JSON ``value`` that shares no object: an object
+    used at two places is rewritten for each (``copy.deepcopy`` would keep
+    one)."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
 
 
 def _only_objects(schema: Any) -> bool:

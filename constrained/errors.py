@@ -10,7 +10,12 @@ class ConstrainedError(Exception):
 class ToolDefinitionError(ConstrainedError, ValueError):
     """A tool definition cannot be used: no name, a duplicate name, or
     parameters that are not an object schema. The message names the tool
-    (or its position in the list when it has no name)."""
+    (or its position in the list when it has no name); ``tool`` is that
+    name (``tools[i]``), where known."""
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        self.tool = tool
+        super().__init__(message)
 
 
 class SchemaError(ConstrainedError, ValueError):

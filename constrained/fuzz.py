@@ -625,7 +625,7 @@ def walk(compiled: CompiledTools, seed: int, options: WalkOptions | None = None)
         outcome, detail = state.run()
         if outcome is Outcome.FINISHED:
             text, utf8 = output_text(tok, state.tokens[:-1])  # without the end token
-            parsed = parse_tool_calls(text, compiled.tools, compiled.dialect)
+            parsed = parse_tool_calls(text, compiled, compiled.dialect)
             problems = output_problems(compiled, state.tokens, parsed) + ([] if utf8 else ["the output is not valid UTF-8"])
     except Exception as exc:  # a fuzz run reports whatever raised, with where
         where = traceback.extract_tb(exc.__traceback__)[-1]

@@ -294,7 +294,7 @@ class _Loop:
     def _result(self, row: int, output: list[int], stats: GenerationStats) -> GenerationResult:
         body = output[:-1] if output and output[-1] in self.end_ids else output
         text = self.tok.decode(body)
-        parsed = parse_tool_calls(text, list(self.compiled.tools), dialect=self.compiled.dialect)
+        parsed = parse_tool_calls(text, self.compiled, dialect=self.compiled.dialect)
         finished = len(body) < len(output) or (self.constraint is not None and self.constraint.is_finished(row))
         events = [e for e in self.constraint.events if e.row == row] if self.constraint is not None else []
         return GenerationResult(

@@ -17,13 +17,16 @@ from typing import Any, Iterable, Mapping
 
 import jsonschema
 
+from .compiler import CompiledTools
 from .dialects import get_dialect
+from .dialects.base import Dialect
 from .dialects.segments import CallSegment, Parsed, Raw, Segment
 from .frames import Frame, FreeFrame, ObjectFrame
-from .schema.tool import NormalizedTool, normalize_tools
+from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
 from .schema.types import json_types
 from .schema.validation import validator_for
 from .schema.values import frame_accepts, member_frames
+from .writable import writable_tool_set
 
 # Calls longer than this (in bytes of markup) are rejected, not parsed.
 MAX_CALL_BYTES = 4 * 1024 * 1024
@@ -70,14 +73,18 @@ class CallRejected(Exception):
 
 def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
     """Read ``text`` (a model's output in ``dialect``) into content and
-    typed tool calls. ``tools`` in any form :func:`load_tools` accepts."""
+    typed tool calls. ``tools`` in any form :func:`load_tools` accepts, or
+    the :class:`CompiledTools` the output was generated under. A call of a
+    tool left out of the set (see :func:`usable_tools`) is an error."""
     chosen = get_dialect(dialect)
-    by_name = {tool.name: tool for tool in normalize_tools(tools)}
+    tool_set = usable_tools(tools, chosen)
+    by_name = tool_set.by_name()
+    left_out = tool_set.left_out_by_name()
     content: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
     errors: list[CallError] = []
-    for segment in chosen.scan(text):
+    for segment in chosen.for_tools(by_name).scan(text):
         if segment.kind == "reasoning":
             reasoning.append(segment.text)
         elif segment.kind == "text":
@@ -85,20 +92,38 @@ def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
         else:
             assert isinstance(segment, CallSegment)
             try:
-                calls.append(openai_call(segment, by_name, chosen.python_literals))
+                calls.append(openai_call(segment, by_name, chosen.python_literals, left_out))
             except CallRejected as exc:
                 content.append(segment.text)
                 errors.append(CallError(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
     return ParseResult("".join(content), calls, errors, "".join(reasoning) if reasoning else None)
 
 
-def openai_call(segment: CallSegment, tools: Mapping[str, NormalizedTool], python_literals: bool) -> dict[str, Any]:
+def usable_tools(tools: Any, dialect: Dialect) -> ToolSet:
+    """The tools whose calls the parser reads, and those left out with why:
+    a :class:`CompiledTools`' own (the grammar's, exactly), else ``tools``
+    normalized one by one less those ``dialect`` cannot write (as the
+    compiler leaves them out; text holding a special token is judged only
+    with a compiled set, which knows the tokenizer)."""
+    if isinstance(tools, CompiledTools):
+        return tools.tool_set
+    return writable_tool_set(dialect, normalize_tool_set(tools))
+
+
+def openai_call(
+    segment: CallSegment,
+    tools: Mapping[str, NormalizedTool],
+    python_literals: bool,
+    left_out: Mapping[str, LeftOutTool] | None = None,
+) -> dict[str, Any]:
     """One call segment as an OpenAI tool call (raises CallRejected)."""
     if segment.error is not None:
         raise CallRejected(segment.error)
     if len(segment.text.encode("utf-8")) > MAX_CALL_BYTES:
         raise CallRejected(f"the call is larger than {MAX_CALL_BYTES} bytes")
     tool = tools.get(segment.name or "")
+    if tool is None and left_out and segment.name in left_out:
+        raise CallRejected(f"tool {segment.name!r} was left out of the tool set: {left_out[segment.name].reason}")
     if tool is None:
         raise CallRejected(f"no tool is called {segment.name!r}")
     arguments = typed_arguments(tool, segment.arguments, python_literals)

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping
 
 from .dialects import get_dialect
 from .errors import ToolDefinitionError
-from .schema.tool import normalize_tools
+from .schema.tool import normalize_tool_set
 
 
 def render_tool_calls(
@@ -22,13 +22,18 @@ def render_tool_calls(
     A call is OpenAI-shaped (``{"function": {"name", "arguments"}}``, the
     arguments a JSON string or an object) or ``{"name", "arguments"}``.
     Arguments are written in the order the dialect's grammar expects for
-    ``key_order``.
+    ``key_order``. A call of a tool that cannot be read (see
+    :func:`normalize_tool_set`) raises :class:`ToolDefinitionError` with
+    the reason; the other tools still render.
     """
     chosen = get_dialect(dialect)
-    by_name = {tool.name: tool for tool in normalize_tools(tools)}
+    tool_set = normalize_tool_set(tools)
+    by_name, left_out = tool_set.by_name(), tool_set.left_out_by_name()
     texts = []
     for call in calls:
         name, arguments = _name_and_arguments(call)
+        if name in left_out:
+            raise ToolDefinitionError(f"call of {name!r}, a tool left out of the set: {left_out[name].reason}")
         if name not in by_name:
             raise ToolDefinitionError(f"call of {name!r}, which is not among the tools ({', '.join(by_name)})")
         texts.append(chosen.render_call(by_name[name], arguments, key_order))

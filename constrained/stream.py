@@ -22,8 +22,7 @@ from typing import Any
 
 from .dialects import get_dialect
 from .dialects.segments import Malformed, Parsed, Partial, held_back
-from .parse import CallRejected, ParseResult, call_id, member_frame, parse_tool_calls, read_raw
-from .schema.tool import normalize_tools
+from .parse import CallRejected, ParseResult, call_id, member_frame, parse_tool_calls, read_raw, usable_tools
 from .schema.types import json_types
 
 Delta = dict[str, Any]
@@ -41,7 +40,8 @@ class ToolCallStreamParser:
 
     def __init__(self, tools: Any, dialect: str) -> None:
         self.dialect = get_dialect(dialect)
-        self.tools = {tool.name: tool for tool in normalize_tools(tools)}
+        self.tool_set = usable_tools(tools, self.dialect)
+        self.tools = self.tool_set.by_name()
         self.text = ""
         self.result: ParseResult | None = None
         self._position = 0
@@ -62,7 +62,7 @@ class ToolCallStreamParser:
         if self.result is not None:
             return []
         deltas = self._advance(final=True)
-        self.result = parse_tool_calls(self.text, list(self.tools.values()), self.dialect.name)
+        self.result = parse_tool_calls(self.text, self.tool_set, self.dialect.name)
         accepted = {call["id"] for call in self.result.tool_calls}
         rejected = [
             {"index": index, "id": identifier, "reason": self._reason(start)}
@@ -136,9 +136,9 @@ class ToolCallStreamParser:
         """What the call shows so far; nothing more once it is malformed."""
         try:
             if complete:
-                name, pairs = self.dialect.parse_body(body)
+                name, pairs = self.dialect.for_tools(self.tools).parse_body(body)
                 return Partial(name, pairs)
-            return self.dialect.partial_body(body)
+            return self.dialect.for_tools(self.tools).partial_body(body)
         except Malformed:
             return Partial()
 

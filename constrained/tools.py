@@ -20,7 +20,7 @@ from .errors import ToolDefinitionError
 from .schema.keywords import walk_schemas
 from .schema.limits import check_nesting, too_deep
 
-__all__ = ["Tool", "load_tools", "load_tools_file"]
+__all__ = ["Tool", "load_tool_entries", "load_tools", "load_tools_file", "read_tools_file"]
 
 _FORMATS = ("openai", "function", "mcp", "pydantic", "bfcl")
 
@@ -74,34 +74,61 @@ def load_tools(source: object, *, format: str | None = None) -> list[Tool]:
     ``{"tools": [...]}`` and its JSON-RPC envelope. Raises ToolDefinitionError
     naming the tool (or ``tools[i]``) for anything that cannot be used.
     """
+    tools: list[Tool] = []
+    for loaded in load_tool_entries(source, format=format):
+        if isinstance(loaded, ToolDefinitionError):
+            raise loaded
+        tools.append(loaded)
+    return tools
+
+
+def load_tool_entries(source: object, *, format: str | None = None) -> list[Tool | ToolDefinitionError]:
+    """Like :func:`load_tools`, one result per entry: the ``Tool``, or the
+    ``ToolDefinitionError`` that entry raises (every entry of a name given
+    twice gets one), so one bad entry need not take the others down. A
+    ``source`` that is no tool list at all (an envelope without a result)
+    still raises."""
     if format is not None and format not in _FORMATS:
         raise ToolDefinitionError(
             f"unknown tool format {format!r}; expected one of {', '.join(map(repr, _FORMATS))}"
         )
-    tools: list[Tool] = []
-    seen: dict[str, int] = {}
+    loaded: list[Tool | ToolDefinitionError] = []
+    first_index: dict[str, int] = {}
     for index, entry in enumerate(_entries(source)):
-        tool = _load_entry(entry, index, format)
-        if tool.name in seen:
-            raise ToolDefinitionError(
-                f"tool {tool.name!r} is defined twice: tools[{seen[tool.name]}] and tools[{index}]"
+        try:
+            tool = _load_entry(entry, index, format)
+        except ToolDefinitionError as exc:
+            exc.tool = exc.tool or _name_or_position(entry, index)
+            loaded.append(exc)
+            continue
+        first_index.setdefault(tool.name, index)
+        loaded.append(tool)
+    for index, tool in enumerate(loaded):
+        if isinstance(tool, Tool) and first_index[tool.name] != index:
+            first = first_index[tool.name]
+            twice = ToolDefinitionError(
+                f"tool {tool.name!r} is defined twice: tools[{first}] and tools[{index}]", tool=tool.name
             )
-        seen[tool.name] = index
-        tools.append(tool)
-    return tools
+            loaded[first] = loaded[index] = twice
+    return loaded
 
 
 def load_tools_file(path: str | os.PathLike[str], *, format: str | None = None) -> list[Tool]:
     """Read a JSON file (a list or an object in any form ``load_tools``
-    accepts) and load its tools; invalid JSON is a ToolDefinitionError so
-    callers such as the command line handle one error type."""
+    accepts) and load its tools."""
+    return load_tools(read_tools_file(path), format=format)
+
+
+def read_tools_file(path: str | os.PathLike[str]) -> Any:
+    """The JSON in a tools file, as given (for :func:`load_tool_entries` and
+    the compiler, which leave bad entries out); invalid JSON is a
+    ToolDefinitionError so callers such as the command line handle one error type."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ToolDefinitionError(f"{os.fspath(path)}: not valid JSON: {exc}") from exc
-    return load_tools(data, format=format)
 
 
 def _entries(source: object) -> list[object]:
@@ -271,12 +298,18 @@ def _map_bfcl_types(parameters: dict[str, Any]) -> None:
 
 def _label(entry: object, index: int) -> str:
     """How a message names an entry: by its name when it has a usable one."""
+    name = _name_or_position(entry, index)
+    return name if name == f"tools[{index}]" else f"tool {name!r}"
+
+
+def _name_or_position(entry: object, index: int) -> str:
+    """An entry's tool name when it has a usable one, else ``tools[i]``."""
     if isinstance(entry, dict):
         function = entry.get("function")
         fields = function if isinstance(function, dict) else entry
         name = fields.get("name")
         if isinstance(name, str) and name:
-            return f"tool {name!r}"
+            return name
     return f"tools[{index}]"
 
 

@@ -2,23 +2,23 @@
 are checked before compiling.
 
 A name, key or literal string a dialect cannot write and read back (a Qwen
-key with ``>``, a Gemma key with ``:``, text holding one of the tokenizer's
+key with ``>``, a Gemma key with ``{``, text holding one of the tokenizer's
 special tokens, a raw value holding its own closing) would give a grammar
 that accepts calls the parser then misreads, or none at all. Such a tool
-set is refused with :class:`CompileError` naming the tool, the place, the
-dialect and why.
+is left out of the set (the compiler and the parser alike), with a
+:class:`CompileError` naming the tool, the place, the dialect and why.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 from .dialects.base import Dialect
 from .errors import CompileError
 from .frames import ArrayFrame, EnumFrame, Frame, ObjectFrame, RefFrame, UnionFrame
 from .schema.refs import pointer_token
-from .schema.tool import NormalizedTool
+from .schema.tool import LeftOutTool, NormalizedTool, ToolSet
 from .tokenizers import Tokenizer
 
 _SHOWN = 60
@@ -35,17 +35,28 @@ class _Text:
     top_level: bool
 
 
-def check_writable(dialect: Dialect, tools: Sequence[NormalizedTool], tokenizer: Tokenizer) -> None:
-    """Raise :class:`CompileError` for the first name, declared key or
-    enum/const string of ``tools`` that ``dialect`` cannot write with
-    ``tokenizer`` and read back. The tokenizer encodes every tool's texts in
-    one batch (one call per tool cost a third of a cold compile of 829 tools)."""
-    texts = [(tool, item) for tool in tools for item in _texts(tool)]
+def writable_tool_set(dialect: Dialect, tool_set: ToolSet, tokenizer: Tokenizer | None = None) -> ToolSet:
+    """``tool_set`` less the tools ``dialect`` cannot write: each is left
+    out with a :class:`CompileError` naming its first name, declared key or
+    enum/const string the dialect cannot write and read back. With a
+    ``tokenizer``, text holding one of its special tokens counts too (the
+    texts of every tool are encoded in one batch: one call per tool cost a
+    third of a cold compile of 829 tools)."""
+    texts = [(tool, item) for tool in tool_set.tools for item in _texts(tool)]
+    problems: dict[str, LeftOutTool] = {}
     for tool, item in texts:
-        _refuse_if(tool, dialect, item, _problem(dialect, item))
-    for (tool, item), special in zip(texts, tokenizer.special_tokens_in([item.text for _, item in texts])):
-        if special is not None:
-            _refuse_if(tool, dialect, item, f"it holds {special!r}, a special token of tokenizer {tokenizer.name!r}")
+        if tool.name not in problems and (problem := _problem(dialect, item)) is not None:
+            problems[tool.name] = _unwritable(tool, dialect, item, problem)
+    if tokenizer is not None:
+        texts = [(tool, item) for tool, item in texts if tool.name not in problems]
+        for (tool, item), special in zip(texts, tokenizer.special_tokens_in([item.text for _, item in texts])):
+            if special is not None and tool.name not in problems:
+                problem = f"it holds {special!r}, a special token of tokenizer {tokenizer.name!r}"
+                problems[tool.name] = _unwritable(tool, dialect, item, problem)
+    if not problems:
+        return tool_set
+    kept = tuple(tool for tool in tool_set.tools if tool.name not in problems)
+    return ToolSet(kept, tool_set.left_out + tuple(problems.values()))
 
 
 def _problem(dialect: Dialect, item: _Text) -> str | None:
@@ -61,17 +72,16 @@ def _problem(dialect: Dialect, item: _Text) -> str | None:
     return dialect.text_problem(item.text, item.top_level)
 
 
-def _refuse_if(tool: NormalizedTool, dialect: Dialect, item: _Text, problem: str | None) -> None:
-    if problem is None:
-        return
+def _unwritable(tool: NormalizedTool, dialect: Dialect, item: _Text, problem: str) -> LeftOutTool:
     # backslashreplace: a lone surrogate in the pointer would make the message unprintable.
     pointer = item.where.encode("utf-8", "backslashreplace").decode("utf-8")
     where = f" at {_shown(pointer)}" if item.kind != "tool name" else ""
     remedy = "leave the value out" if item.kind == "string" else "rename it"
-    raise CompileError(
-        f"tool {_shown(tool.name)!r}: {item.kind} {_shown(item.text)!r}{where} cannot be written in dialect "
-        f"{dialect.name!r}: {problem}; {remedy} or use another dialect"
+    reason = (
+        f"{item.kind} {_shown(item.text)!r}{where} cannot be written in dialect {dialect.name!r}: "
+        f"{problem}; {remedy} or use another dialect"
     )
+    return LeftOutTool(tool.name, reason, pointer, CompileError(f"tool {_shown(tool.name)!r}: {reason}"))
 
 
 def _shown(text: str) -> str:

@@ -25,7 +25,7 @@ import pytest
 
 from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS
-from constrained.errors import CompileError, SchemaError, SchemaLimitError, ToolDefinitionError
+from constrained.errors import CompileError, SchemaError, SchemaLimitError, ToolDefinitionError, UnsatisfiableSchemaError
 from constrained.parse import parse_tool_calls
 from constrained.render import render_tool_calls
 from constrained.schema.limits import MAX_DEPTH, MAX_NESTING, MAX_PROPERTIES
@@ -605,12 +605,30 @@ def _twice_named(dialect: str, as_objects: bool) -> str:
     tools: Any = THOUSAND[:999] + [function("tool_17", {})]
     if as_objects:
         tools = [Tool(t["name"], "", t["parameters"], "function") for t in tools]
-    return compile_in(dialect, tools)
+    compile_tools(tools, dialect, tokenizer(dialect), bad_tools="raise")
+    return "compiled"
+
+
+def _twice_named_left_out(dialect: str, as_objects: bool) -> tuple[int, tuple[tuple[str, str], ...], int]:
+    """How many tools compile, which are left out (name, reason), and how
+    many warnings say so, when two of 1,000 share a name."""
+    tools: Any = THOUSAND[:999] + [function("tool_17", {})]
+    if as_objects:
+        tools = [Tool(t["name"], "", t["parameters"], "function") for t in tools]
+    compiled = compile_tools(tools, dialect, tokenizer(dialect))
+    warned = sum(1 for w in compiled.warnings if w.tool == "tool_17" and w.warning.keyword == "tool")
+    return len(compiled.tools), tuple((t.name, t.reason) for t in compiled.left_out), warned
 
 
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 @pytest.mark.parametrize("as_objects", [False, True], ids=["dicts", "Tool objects"])
-def test_1000_tools_with_a_repeated_name_are_refused(dialect, as_objects):
+def test_1000_tools_with_a_repeated_name_leave_both_out(dialect, as_objects):
+    """A call of ``tool_17`` could mean either definition: both are left
+    out, the other 998 compile; ``bad_tools="raise"`` refuses the set."""
+    count, left_out, warned = completed(_twice_named_left_out, dialect, as_objects)
+    assert count == 998 and warned == 2
+    assert [name for name, _ in left_out] == ["tool_17", "tool_17"]
+    assert all("defined twice: tools[17] and tools[999]" in reason for _, reason in left_out)
     error = raised(_twice_named, dialect, as_objects)
     assert_names(error, ToolDefinitionError, "tool_17", "defined twice: tools[17] and tools[999]")
 
@@ -628,7 +646,6 @@ def test_1000_tools_with_a_repeated_name_are_refused(dialect, as_objects):
         ({"type": "object", "properties": []}, "properties must be an object, got []"),
         ({"type": "array", "items": 5}, "a schema must be an object or a boolean, got 5"),
         ({"type": "string", "maxLength": -1}, "maxLength must be a non-negative integer, got -1"),
-        ({"enum": []}, "enum is empty, so no value is allowed"),
         ({"enum": 5}, "enum must be a list, got 5"),
         (5, "a schema must be an object or a boolean, got 5"),
         ({"$ref": 5}, "$ref must be a string, got 5"),
@@ -643,6 +660,14 @@ def test_malformed_schemas_name_the_tool_the_pointer_and_why(subschema, reason):
     tools = [{"name": "broken", "parameters": {"type": "object", "properties": {"p": subschema}}}]
     error = raised(compile_in, "qwen3_coder", tools)
     assert_names(error, SchemaError, "broken", "schema at /properties/p", reason)
+
+
+def test_an_empty_enum_on_a_required_key_names_the_tool_the_pointer_and_why():
+    """An optional key with ``enum: []`` may only be left out (see
+    test_normalize); a required one leaves no call of the tool possible."""
+    tools = [{"name": "broken", "parameters": {"type": "object", "properties": {"p": {"enum": []}}, "required": ["p"]}}]
+    error = raised(compile_in, "qwen3_coder", tools)
+    assert_names(error, UnsatisfiableSchemaError, "broken", "schema at /properties/p", "enum is empty, so no value is allowed")
 
 
 def test_parameters_of_an_array_type_are_a_tool_definition_error():
@@ -670,7 +695,7 @@ NAMES = [
 ]  # fmt: skip
 _QWEN_MARKUP = {">", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _GLM_MARKUP = {"<", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
-_GEMMA_KEYS = {"<", "</parameter>", ":", "{", "}", ",", '<|"|>', "</arg_key>", "[", "a:b", "", "<tool_call>"}
+_GEMMA_KEYS = {"<", "</parameter>", "{", "}", ",", '<|"|>', "</arg_key>", "[", "", "<tool_call>"}
 # Per dialect: tool names and argument keys it refuses (besides the lone
 # surrogate, refused everywhere); "<tool_call>" is a special token of qwen3.
 REFUSED = {

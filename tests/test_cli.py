@@ -24,12 +24,29 @@ def test_normalize_prints_frames_and_warnings():
     assert get_pricing["warnings"] == []
 
 
-def test_bad_tools_file_is_a_clear_error(tmp_path):
+def test_a_bad_tool_is_listed_as_left_out_beside_the_good_ones(tmp_path):
     path = tmp_path / "tools.json"
-    path.write_text(json.dumps([{"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "strnig"}}}}]))
+    path.write_text(json.dumps([
+        {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "strnig"}}}},
+        {"name": "g", "parameters": {"type": "object", "properties": {"y": {"type": "string"}}}},
+    ]))
+    result = run("normalize", str(path))
+    assert result.returncode == 1, result.stderr
+    good, bad = json.loads(result.stdout)
+    assert good["name"] == "g" and good["root"]["kind"] == "object"
+    assert bad["name"] == "f" and bad["left_out"]["path"] == "/properties/x" and "strnig" in bad["left_out"]["reason"]
+    compiled = run("compile", str(path), "--dialect", "hermes")
+    assert compiled.returncode == 0, compiled.stderr
+    summary = json.loads(compiled.stdout)
+    assert summary["tools"] == ["g"] and summary["left_out"][0]["name"] == "f"
+
+
+def test_a_tools_file_that_is_not_json_is_a_clear_error(tmp_path):
+    path = tmp_path / "tools.json"
+    path.write_text("[{")
     result = run("normalize", str(path))
     assert result.returncode == 2
-    assert "tool 'f'" in result.stderr and "/properties/x" in result.stderr and "strnig" in result.stderr
+    assert "not valid JSON" in result.stderr
 
 
 WRITE_FILE = [

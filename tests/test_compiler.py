@@ -956,7 +956,7 @@ def test_repeated_json_tools_skip_normalization(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("normalized again")
 
-    monkeypatch.setattr(compiler_module, "normalize_tools", refuse)
+    monkeypatch.setattr(compiler_module, "normalize_tool_set", refuse)
     assert compile_tools(json.loads(json.dumps(tools)), "hermes", tok("qwen3"), strict=False) is first
     changed = json.loads(json.dumps(tools))
     changed[0]["function"]["parameters"]["properties"]["n"]["minimum"] = 1

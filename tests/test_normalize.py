@@ -306,9 +306,50 @@ def test_draft7_ignores_keys_beside_ref():
 )
 def test_unsatisfiable_merge_names_the_path(schema, path, reason):
     with pytest.raises(UnsatisfiableSchemaError) as info:
-        normalize_tool(tool(schema, name="bad_tool"))
+        normalize_tool(tool({**schema, "required": [path]}, name="bad_tool"))
     message = str(info.value)
     assert "bad_tool" in message and f"/properties/{path}" in message and reason in message
+    assert f"required key {path!r}" in message
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "boolean", "enum": ["True", "False", "dontcare"]},
+        {"type": "object", "enum": ["MODIFIABLE", "DELETABLE"]},
+        {"type": "array", "items": {"type": "string"}, "enum": ["temperature", "humidity"]},
+        {"type": "integer", "enum": ["1", "2", "3"]},
+        {"type": "string", "minLength": 4, "maxLength": 2},
+    ],
+)
+def test_optional_key_no_value_satisfies_may_not_appear(schema):
+    """JSON Schema's own reading: an optional key whose schema nothing
+    satisfies can only be left out. The tool stays usable, with a warning
+    naming the key's pointer."""
+    normalized = normalize_tool(tool({"type": "object", "properties": {"q": {"type": "string"}, "bad": schema}, "required": ["q"]}))
+    root = normalized.root
+    assert root.forbidden == ("bad",) and root.property("bad") is None
+    assert frame_accepts(root, {"q": "x"})
+    for value in ("True", True, ["temperature"], 1, "1", {}):
+        assert not frame_accepts(root, {"q": "x", "bad": value})
+    [warning] = [w for w in normalized.warnings if w.keyword == "unsatisfiable"]
+    assert warning.path == "/properties/bad" and "'bad'" in warning.message and "may not appear" in warning.message
+
+
+def test_unsatisfiable_items_and_additional_properties_allow_none():
+    normalized = normalize_tool(tool({
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "integer", "enum": ["a"]}},
+            "extra": {"type": "object", "additionalProperties": {"type": "null", "minimum": 1, "enum": [1]}},
+        },
+    }))
+    assert frame_accepts(normalized.root, {"tags": [], "extra": {}})
+    assert not frame_accepts(normalized.root, {"tags": [1]})
+    assert not frame_accepts(normalized.root, {"extra": {"k": None}})
+    assert {w.path for w in normalized.warnings if w.keyword == "unsatisfiable"} == {
+        "/properties/tags/items", "/properties/extra/additionalProperties"
+    }
 
 
 def test_unsatisfiable_optional_key_is_forbidden_not_an_error():

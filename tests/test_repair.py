@@ -456,7 +456,7 @@ def test_schema_rejected_by_its_metaschema_raises_with_the_path() -> None:
 
 def test_unsatisfiable_schema_raises() -> None:
     with pytest.raises(UnsatisfiableSchemaError):
-        repair_arguments({}, {"type": "object", "properties": {"p": {"type": "string", "minLength": 3, "maxLength": 1}}})
+        repair_arguments({}, {"type": "object", "properties": {"p": {"type": "string", "minLength": 3, "maxLength": 1}}, "required": ["p"]})
 
 
 def test_unresolvable_ref_raises_when_validation_reaches_it() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from importlib import resources
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from ..frames import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
@@ -134,6 +134,13 @@ class Dialect(ABC):
         """What an unfinished call's body shows so far, for streaming. By
         default nothing: the call is reported once it is complete."""
         return Partial()
+
+    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Dialect":
+        """This dialect reading the calls of ``tools`` (by name) in
+        :meth:`scan`, :meth:`parse_body` and :meth:`partial_body`. Itself
+        unless its syntax needs the schema to read a call (Gemma's declared
+        keys holding ``:``)."""
+        return self
 
     def reasoning_block(self) -> tuple[str, str] | None:
         """The text that opens and closes a reasoning block, or ``None``."""

@@ -5,14 +5,19 @@ template renders keys sorted, which is the trained key order."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from typing import Any, ClassVar, Sequence
-
+from ..frames import ArrayFrame, EnumFrame, Frame, ObjectFrame, UnionFrame, resolve_frame
 from ..grammar.lark import literal
 from ..grammar.values import ValueEmitter, ValueSyntax, gemma_syntax
 from ..schema.tool import NormalizedTool
+from ..schema.values import member_frames
 from .base import Dialect, Markers, openai_function
 from .segments import Malformed, Parsed, Partial, Value, held_back
 
@@ -36,6 +41,8 @@ class Gemma4(Dialect):
     call_separator = False
 
     declaration_markers: ClassVar[tuple[str, str]] = ("<|tool>", "<tool|>")
+    tools: Mapping[str, NormalizedTool] = MappingProxyType({})
+    """The tools whose declared keys the parser knows (:meth:`for_tools`)."""
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         return f"{literal(tool.name)} {emitter.value(tool.root)}"
@@ -44,8 +51,20 @@ class Gemma4(Dialect):
         return "call:NAME{ ends the name at its first '{'" if "{" in name else None
 
     def key_problem(self, key: str, top_level: bool) -> str | None:
-        if not key or any(c in key for c in _KEY_STOPS):
-            return f"a bare key may not be empty or hold any of {_KEY_STOPS}"
+        """A declared key is a literal of the grammar, and the parser, which
+        knows the declared keys, reads the longest one that the text starts
+        with and that is followed by ``:``. So a declared key may hold ``:``:
+        ``vcard:fn:<|"|>x<|"|>`` has one reading, since as key ``vcard`` the
+        value would start ``fn:``, and a value made of key characters is a bare
+        scalar, which only ``,``, ``}`` or ``]`` may follow. No key may be
+        empty or hold ``{}[],<``: those open or end a value (``{a:1,b:2}``
+        would also read as the one key ``a:1,b``), and ``<`` starts the string
+        delimiter and every marker. A key the model invents in an open object
+        is read up to its first ``:`` and keeps to
+        :attr:`~constrained.grammar.values.ValueSyntax.key_pattern`: its
+        ``:`` stays ambiguous, as it is in any untyped value."""
+        if not key or any(c in key for c in _UNWRITABLE):
+            return f"a bare key may not be empty or hold any of {_UNWRITABLE}"
         return None
 
     def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
@@ -65,46 +84,59 @@ class Gemma4(Dialect):
         body = render_value(self.arranged(tool, arguments, key_order), self.string_delimiter)
         return f"{self.call_open}call:{tool.name}{body}{self.call_close}"
 
+    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Gemma4":
+        bound = copy.copy(self)
+        bound.tools = tools
+        return bound
+
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         """``call:NAME{key:value,...}``, values in Gemma's syntax."""
-        brace = body.find("{")
-        if not body.startswith("call:") or brace < 0:
+        reader, place = self._reader(body)
+        if reader is None:
             raise Malformed("expected 'call:NAME{' after the call token")
-        name = body[len("call:") : brace]
-        reader = _ValueReader(body, self.string_delimiter, name)
-        reader.position = brace
-        pairs = reader.pairs()
+        pairs = reader.pairs(place)
         if reader.position != len(body):
             raise reader.fail("the end of the call")
-        return name, [(key, Parsed(value)) for key, value in pairs]
+        return reader.name, [(key, Parsed(value)) for key, value in pairs]
 
     def partial_body(self, body: str) -> Partial:
         """The complete top-level members so far, and the text of a string
         member still being written."""
-        brace = body.find("{")
-        if not body.startswith("call:") or brace < 0:
+        reader, place = self._reader(body)
+        if reader is None:
             return Partial()
-        name = body[len("call:") : brace]
-        reader = _ValueReader(body, self.string_delimiter, name)
-        reader.position = brace + 1
+        name, delimiter = reader.name, self.string_delimiter
+        reader.position += 1
         pairs: list[tuple[str, Value]] = []
         while True:
-            colon = body.find(":", reader.position)
-            if colon < 0:
-                return Partial(name, pairs)
-            key, start = body[reader.position : colon], colon + 1
-            if body.startswith(self.string_delimiter, start) and self.string_delimiter not in body[start + len(self.string_delimiter) :]:
-                text = held_back(body[start + len(self.string_delimiter) :], self.string_delimiter)
-                return Partial(name, pairs, key, text)
-            reader.position = start
             try:
-                value = reader.value()
+                key = reader.key(place)
+            except Malformed:
+                return Partial(name, pairs)
+            start = reader.position
+            if body.startswith(delimiter, start) and delimiter not in body[start + len(delimiter) :]:
+                return Partial(name, pairs, key, held_back(body[start + len(delimiter) :], delimiter))
+            try:
+                value = reader.value(place.member(key))
             except Malformed:
                 return Partial(name, pairs)
             if not body.startswith(",", reader.position):
                 return Partial(name, pairs)
             pairs.append((key, Parsed(value)))
             reader.position += 1
+
+    def _reader(self, body: str) -> tuple[_ValueReader | None, _Place]:
+        """A reader at the ``{`` of ``call:NAME{``, and the place of the
+        arguments in the named tool's frames (nowhere for an unknown tool);
+        no reader when the body does not start so."""
+        brace = body.find("{")
+        if not body.startswith("call:") or brace < 0:
+            return None, _NOWHERE
+        name = body[len("call:") : brace]
+        reader = _ValueReader(body, self.string_delimiter, name)
+        reader.position = brace
+        tool = self.tools.get(name)
+        return reader, _NOWHERE if tool is None else _Place((tool.root,), tool.schema.definitions)
 
 
 class FunctionGemma(Gemma4):
@@ -147,8 +179,71 @@ def render_value(value: Any, delimiter: str) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+@dataclass(frozen=True)
+class _Place:
+    """What a tool's frames declare at one place of a call: the frames its
+    value may take (several for a union), for the keys it declares."""
+
+    frames: tuple[Frame, ...] = ()
+    definitions: Mapping[str, Frame] = field(default_factory=dict)
+
+    def options(self) -> Iterator[Frame]:
+        """The frames, references followed and unions spread."""
+        stack, seen = list(self.frames), set()
+        while stack:
+            frame = resolve_frame(stack.pop(), self.definitions)
+            if id(frame) in seen:
+                continue
+            seen.add(id(frame))
+            if isinstance(frame, UnionFrame):
+                stack.extend(frame.options)
+            else:
+                yield frame
+
+    @cached_property
+    def colon_keys(self) -> list[str]:
+        """The declared keys here that hold ``:``, longest first: declared
+        properties and the keys of enum/const objects (worked out once for
+        all the members of an object)."""
+        keys: set[str] = set()
+        for frame in self.options():
+            if isinstance(frame, ObjectFrame):
+                keys.update(key for key, _ in frame.properties if ":" in key)
+            elif isinstance(frame, EnumFrame):
+                keys.update(key for value in frame.values if isinstance(value, dict) for key in value if ":" in key)
+        return sorted(keys, key=len, reverse=True)
+
+    def member(self, key: str) -> _Place:
+        """The place of the value of ``key`` in an object here."""
+        frames: list[Frame] = []
+        for frame in self.options():
+            if isinstance(frame, ObjectFrame):
+                frames.extend(member_frames(frame, key) or ())
+            elif isinstance(frame, EnumFrame):
+                values = tuple(v[key] for v in frame.values if isinstance(v, dict) and key in v)
+                frames.extend([EnumFrame(values)] if values else [])
+        return _Place(tuple(frames), self.definitions)
+
+    def item(self, index: int) -> _Place:
+        """The place of item ``index`` of an array here."""
+        frames: list[Frame] = []
+        for frame in self.options():
+            if isinstance(frame, ArrayFrame):
+                item = frame.prefix_items[index] if index < len(frame.prefix_items) else frame.items
+                frames.extend([item] if item is not None else [])
+            elif isinstance(frame, EnumFrame):
+                values = tuple(v[index] for v in frame.values if isinstance(v, list) and index < len(v))
+                frames.extend([EnumFrame(values)] if values else [])
+        return _Place(tuple(frames), self.definitions)
+
+
+_NOWHERE = _Place()
+"""A place no frame declares (an untyped value, an unknown tool): bare keys."""
+
+
 class _ValueReader:
-    """Reads Gemma's value syntax exactly as the grammar writes it."""
+    """Reads Gemma's value syntax exactly as the grammar writes it, each
+    object's keys as its :class:`_Place` declares them."""
 
     def __init__(self, text: str, delimiter: str, name: str) -> None:
         self.text = text
@@ -159,7 +254,7 @@ class _ValueReader:
     def fail(self, what: str) -> Malformed:
         return Malformed(f"expected {what} at offset {self.position} of the call", self.name)
 
-    def pairs(self) -> list[tuple[str, Any]]:
+    def pairs(self, place: _Place) -> list[tuple[str, Any]]:
         """The members of an object, in order (``{`` at the current position)."""
         if not self.text.startswith("{", self.position):
             raise self.fail("'{'")
@@ -169,12 +264,8 @@ class _ValueReader:
             self.position += 1
             return members
         while True:
-            colon = self.text.find(":", self.position)
-            key = self.text[self.position : colon] if colon >= 0 else ""
-            if not key or any(c in key for c in _KEY_STOPS) or self.delimiter in key:
-                raise self.fail("a key and ':'")
-            self.position = colon + 1
-            members.append((key, self.value()))
+            key = self.key(place)
+            members.append((key, self.value(place.member(key))))
             if self.text.startswith(",", self.position):
                 self.position += 1
             elif self.text.startswith("}", self.position):
@@ -183,7 +274,21 @@ class _ValueReader:
             else:
                 raise self.fail("',' or '}'")
 
-    def value(self) -> Any:
+    def key(self, place: _Place) -> str:
+        """A key and its ``:``: the longest key declared here that the text
+        starts with, followed by ``:``, else a bare key up to the first ``:``."""
+        for key in place.colon_keys:
+            if self.text.startswith(f"{key}:", self.position):
+                self.position += len(key) + 1
+                return key
+        colon = self.text.find(":", self.position)
+        key = self.text[self.position : colon] if colon >= 0 else ""
+        if not key or any(c in key for c in _KEY_STOPS) or self.delimiter in key:
+            raise self.fail("a key and ':'")
+        self.position = colon + 1
+        return key
+
+    def value(self, place: _Place) -> Any:
         text, start = self.text, self.position
         if text.startswith(self.delimiter, start):
             end = text.find(self.delimiter, start + len(self.delimiter))
@@ -192,13 +297,13 @@ class _ValueReader:
             self.position = end + len(self.delimiter)
             return text[start + len(self.delimiter) : end]
         if text.startswith("{", start):
-            members = self.pairs()
+            members = self.pairs(place)
             keys = [key for key, _ in members]
             if len(set(keys)) != len(keys):
                 raise Malformed("a key is given twice in an object", self.name)
             return dict(members)
         if text.startswith("[", start):
-            return self.array()
+            return self.array(place)
         for word, meaning in (("true", True), ("false", False), ("null", None)):
             if text.startswith(word, start):
                 self.position += len(word)
@@ -209,14 +314,14 @@ class _ValueReader:
         self.position = number.end()
         return json.loads(number.group())
 
-    def array(self) -> list[Any]:
+    def array(self, place: _Place) -> list[Any]:
         self.position += 1
         items: list[Any] = []
         if self.text.startswith("]", self.position):
             self.position += 1
             return items
         while True:
-            items.append(self.value())
+            items.append(self.value(place.item(len(items))))
             if self.text.startswith(",", self.position):
                 self.position += 1
             elif self.text.startswith("]", self.position):
@@ -226,5 +331,8 @@ class _ValueReader:
                 raise self.fail("',' or ']'")
 
 
-_KEY_STOPS = ":{}[],<"
+_UNWRITABLE = "{}[],<"
+"""Characters no key may hold (:meth:`Gemma4.key_problem`)."""
+_KEY_STOPS = ":" + _UNWRITABLE
+"""Characters a bare key (one not declared with a ``:``) may not hold."""
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")

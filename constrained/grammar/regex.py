@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from ..schema.patterns import compile_quietly, literal_class_brackets
+
 _CLASS_ESCAPES = {
     "d": "[0-9]",
     "D": "[^0-9]",
@@ -26,7 +28,7 @@ def ecma_to_rust(pattern: str) -> str | None:
     ``None`` when it uses constructs without an exact translation."""
     if _UNSUPPORTED.search(pattern):
         return None
-    body = _translate_escapes(pattern)
+    body = _translate_escapes(literal_class_brackets(pattern))
     if body is None:
         return None
     anchored_start = body.startswith("^")
@@ -43,7 +45,7 @@ def ecma_to_rust(pattern: str) -> str | None:
     if not anchored_end:
         inner = inner + "(?s:.*)"
     try:
-        re.compile(inner)
+        compile_quietly(inner)
     except re.error:
         return None
     return inner
@@ -63,7 +65,9 @@ def _has_inner_dollar(body: str) -> bool:
 
 def _translate_escapes(pattern: str) -> str | None:
     """ECMA's ``\\d``, ``\\w``, ``\\s`` are ASCII/fixed sets; Rust's are
-    Unicode-aware, so they are spelled out."""
+    Unicode-aware, so they are spelled out. In a class (whose ``[`` members
+    :func:`literal_class_brackets` escaped), ``&`` and ``~`` are escaped:
+    Rust's set operations ``&&`` and ``~~`` are characters in ECMA 262."""
     out: list[str] = []
     in_class = False
     index = 0
@@ -87,6 +91,15 @@ def _translate_escapes(pattern: str) -> str | None:
             in_class = True
         elif char == "]" and in_class:
             in_class = False
+        elif in_class and char in "&~":
+            # Rust reads "&&" and "~~" in a class as set operations.
+            out.append("\\" + char)
+            index += 1
+            continue
+        elif in_class and pattern.startswith("--", index):
+            # A set difference in Rust; which dash is a range's, ECMA decides
+            # by the members around it.
+            return None
         elif char == "." and not in_class:
             # ECMA's dot excludes line terminators.
             out.append(r"[^\n\r\u2028\u2029]")

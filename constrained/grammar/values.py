@@ -92,7 +92,9 @@ class ValueSyntax:
         :meth:`any_key` is (a union may allow both at one place)."""
         if self.name == "json":
             return literals('"', json.dumps(name, ensure_ascii=False)[1:-1], '": ')
-        return literals(name, ":")
+        # A ':' in a declared Gemma key is its own lexeme, as the separator is:
+        # keys ``a`` and ``a:b`` then lex alike up to where they part.
+        return literals(*re.split("(:)", name), ":")
 
     def any_key(self, name_terminal: str) -> str:
         """Lark for a key that is not declared, given the terminal of its text."""

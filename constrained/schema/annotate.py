@@ -28,7 +28,7 @@ from urllib.parse import unquote, urldefrag
 
 import referencing
 
-from .keywords import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED, child_schemas
+from .keywords import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED, child_schemas, walk_schemas
 from .refs import resolver_for, specification_of
 
 if TYPE_CHECKING:
@@ -248,15 +248,16 @@ def _json_values(value: Any) -> Iterator[Any]:
 
 
 def _has_nested_dialect(schema: dict[str, Any]) -> bool:
-    return any(
-        isinstance(item, dict) and item is not schema and "$schema" in item
-        for item in _json_values(schema)
-    )
+    """Whether a subschema (or what a ``$ref`` may point at) declares its own
+    ``$schema``; a property *named* ``$schema`` does not."""
+    return any(node is not schema and "$schema" in node for node in walk_schemas(schema, possible=True))
 
 
 def _targets_a_type_keyword(schema: dict[str, Any]) -> bool:
     """Whether some ``$ref`` pointer goes through a ``type`` keyword (not a
-    property called "type"): adding ``type`` could make it resolve."""
+    property called "type"): adding ``type`` could make it resolve. Every
+    ``$ref`` string in the document counts, data included (a reference
+    may point into ``examples``): erring this way only annotates less."""
     for item in _json_values(schema):
         if isinstance(item, dict) and isinstance(item.get("$ref"), str):
             fragment = urldefrag(item["$ref"]).fragment

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from referencing.jsonschema import DRAFT201909, DRAFT202012
+from referencing.jsonschema import DRAFT3, DRAFT4, DRAFT201909, DRAFT202012
 
 from ..errors import SchemaError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames import (
     SUPPORTED_FORMATS,
+    canonical_json,
     ArrayFrame,
     BooleanFrame,
     EnumFrame,
@@ -196,6 +197,7 @@ class _Normalizer:
         self.memo: dict[frozenset[int], Frame] = {}
         self.depth = 0
         self.visits = 0
+        self.discriminator_sites: dict[tuple[int, tuple[str, ...]], _Site] = {}
 
     def run(self, *, object_root: bool) -> NormalizedSchema:
         sites = [_Site(self.schema, self.resolver, "")]
@@ -313,6 +315,9 @@ class _Normalizer:
             )
         for keyword in ("$defs", "definitions"):
             self._schema_map(site, keyword)
+        identifier = "id" if self.specification in (DRAFT3, DRAFT4) else "$id"
+        if identifier in node and not isinstance(node[identifier], str):
+            raise self.malformed(site.path, f"{identifier} must be a string (a URI), got {node[identifier]!r}")
         chain = chain | {id(node)}
         if set(node) - _ANNOTATIONS:
             content[id(node)] = site
@@ -329,12 +334,15 @@ class _Normalizer:
             if keyword not in node:
                 continue
             branches: list[_Alternative] = []
+            members: list[list[_Alternative]] = []
             for index, member in enumerate(self._schema_list(site, keyword)):
                 member_site = self._child(site, member, f"/{keyword}/{index}")
-                for alternative in self._flatten(member_site, chain, content):
+                members.append(self._flatten(member_site, chain, content))
+                for alternative in members[-1]:
                     if keyword == "oneOf":
                         alternative.one_of[id(node)] = (site.path, index)
                     branches.append(alternative)
+            self._require_discriminator(site, keyword, members)
             if len(result) * len(branches) > MAX_ALTERNATIVES:
                 self.warn(
                     site.path,
@@ -345,6 +353,44 @@ class _Normalizer:
                 continue
             result = self._product(result, branches)
         return result
+
+    def _require_discriminator(self, site: _Site, keyword: str, members: list[list[_Alternative]]) -> None:
+        """Make the key that tells a union's branches apart required in each
+        branch: the ``discriminator``'s ``propertyName`` (OpenAPI, Pydantic,
+        FastMCP), or, for a ``oneOf`` without one, every key that each branch
+        declares with a ``const`` (or a one-value ``enum``) of its own.
+        Pydantic writes ``{"const": "GetItem", "default": "GetItem"}``
+        without listing the key in ``required``, so branches overlap when it
+        is left out and ``oneOf`` could only be enforced as ``anyOf``
+        (calls the validation then refuses). Requiring it makes the union
+        exact, at the cost of instances that omit the key: the tool's author
+        meant the key to pick the branch."""
+        keys = self._discriminating_keys(site, keyword, members)
+        if not keys:
+            return
+        extra = self.discriminator_sites.get((id(site.node), keys))
+        if extra is None:
+            # Kept alive and reused: sites are told apart by the id of their node.
+            extra = _Site({"required": list(keys)}, site.resolver, f"{site.path}/{keyword}")
+            self.discriminator_sites[(id(site.node), keys)] = extra
+        for alternatives in members:
+            for alternative in alternatives:
+                alternative.sites.append(extra)
+
+    def _discriminating_keys(self, site: _Site, keyword: str, members: list[list[_Alternative]]) -> tuple[str, ...]:
+        discriminator = site.node.get("discriminator")
+        if isinstance(discriminator, dict) and isinstance(discriminator.get("propertyName"), str):
+            return (discriminator["propertyName"],)
+        if keyword != "oneOf" or len(members) < 2:
+            return ()
+        consts = [_const_keys(alternative) for alternatives in members for alternative in alternatives]
+        keys = []
+        for key in consts[0]:
+            values = [const.get(key) for const in consts]
+            written = {canonical_json(value[0]) for value in values if value is not None}
+            if None not in values and len(written) == len(values):
+                keys.append(key)
+        return tuple(keys)
 
     def _flatten_ref(
         self, site: _Site, chain: frozenset[int], content: dict[int, _Site]
@@ -646,20 +692,26 @@ class _Normalizer:
         properties: list[tuple[str, Frame]] = []
         forbidden: list[str] = []
         for name in names:
-            try:
-                properties.append((name, self.frame(self._member_sites(nodes, name))))
-            except _Unsatisfiable as exc:
-                if name in required or not exc.forbidden:
-                    raise _Unsatisfiable(exc.path, f"key {name!r}: {exc.reason}") from None
+            member = self._member_sites(nodes, name)
+            if name in required:
+                try:
+                    properties.append((name, self.frame(member)))
+                except _Unsatisfiable as exc:
+                    raise _Unsatisfiable(exc.path, f"required key {name!r}: {exc.reason}") from None
+                continue
+            frame = self._optional_frame(member, f"key {name!r}")
+            if frame is None:
                 forbidden.append(name)
+            else:
+                properties.append((name, frame))
         additional: Frame | None
         if explicit_additional:
-            additional = self._optional_frame(explicit_additional)
+            additional = self._optional_frame(explicit_additional, "undeclared keys")
         else:
             additional = None if (self.strict and declares_keys) else FreeFrame()
         pattern_frames = []
         for pattern, sites in patterns.items():
-            frame = self._optional_frame(sites)
+            frame = self._optional_frame(sites, f"keys matching {pattern!r}")
             if frame is not None:
                 pattern_frames.append((pattern, frame))
             elif additional is not None or len(patterns) > 1:
@@ -732,13 +784,13 @@ class _Normalizer:
             position: list[_Site] = []
             for prefix, rest in zip(prefixes, rests):
                 position.extend([prefix[index]] if index < len(prefix) else rest)
-            frame = self._optional_frame(position)
+            frame = self._optional_frame(position, f"item {index}")
             if frame is None:
                 max_items = index if max_items is None else min(max_items, index)
                 break
             prefix_frames.append(frame)
         rest_sites = [s for rest in rests for s in rest]
-        items = self._optional_frame(rest_sites) if rest_sites else FreeFrame()
+        items = self._optional_frame(rest_sites, "the items") if rest_sites else FreeFrame()
         if items is None:
             limit = len(prefix_frames)
             max_items = limit if max_items is None else min(max_items, limit)
@@ -766,15 +818,19 @@ class _Normalizer:
 
     # -- helpers ---------------------------------------------------------------
 
-    def _optional_frame(self, sites: list[_Site]) -> Frame | None:
-        """The frame of a conjunction, or ``None`` when it is ``false`` on
-        purpose (an optional member that therefore may not appear)."""
+    def _optional_frame(self, sites: list[_Site], what: str) -> Frame | None:
+        """The frame of an optional member's conjunction (``what`` names the
+        member), or ``None`` when no value satisfies it: the member may not
+        appear, as JSON Schema says. A schema that is ``false`` says so on
+        purpose; one whose keywords contradict each other (``"type":
+        "integer"`` with ``"enum": ["1"]``) gets a warning."""
         try:
             return self.frame(sites)
         except _Unsatisfiable as exc:
-            if exc.forbidden:
-                return None
-            raise
+            if not exc.forbidden:
+                self.warn(exc.path, "unsatisfiable", f"no value satisfies the schema of {what} "
+                          f"({exc.reason}); it may not appear")
+            return None
 
     def _child(self, site: _Site, node: Any, suffix: str) -> _Site:
         return _Site(node, self._enter(site.resolver, node), site.path + suffix)
@@ -811,6 +867,24 @@ class _Normalizer:
 def _paths(sites: list[_Site]) -> str:
     paths = list(dict.fromkeys(site.path or "/" for site in sites))
     return paths[0] if len(paths) == 1 else " & ".join(paths)
+
+
+def _const_keys(alternative: _Alternative) -> dict[str, tuple[Any]]:
+    """The keys one branch declares with a single value (``const`` or a
+    one-value ``enum``) in its own ``properties``, each with that value."""
+    consts: dict[str, tuple[Any]] = {}
+    for site in alternative.sites:
+        properties = site.node.get("properties") if isinstance(site.node, dict) else None
+        if not isinstance(properties, dict):
+            continue
+        for key, schema in properties.items():
+            if not isinstance(schema, dict):
+                continue
+            if "const" in schema:
+                consts.setdefault(key, (schema["const"],))
+            elif isinstance(schema.get("enum"), list) and len(schema["enum"]) == 1:
+                consts.setdefault(key, (schema["enum"][0],))
+    return consts
 
 
 def _ref_path(ref: str) -> str:

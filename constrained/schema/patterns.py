@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+import warnings
 
 import regex
 
@@ -30,7 +32,7 @@ def pattern_problem(pattern: str) -> str | None:
     if _NO_PYTHON_FORM.search(pattern) or python_pattern(pattern) is not None:
         return None
     try:
-        re.compile(_python_spelling(pattern))
+        compile_quietly(_python_spelling(pattern))
     except re.error as exc:
         return f"not a valid regular expression: {exc}"
     return None
@@ -42,13 +44,62 @@ def python_pattern(pattern: str) -> re.Pattern[str] | regex.Pattern[str] | None:
     neither reads it (ECMA's ``\\u{...}`` code points)."""
     spelled = _python_spelling(pattern)
     try:
-        return re.compile(spelled)
+        return compile_quietly(spelled)
     except re.error:
         pass
     try:
-        return regex.compile(spelled)
+        # regex reads "[[:alpha:]]" as a POSIX class; re and ECMA 262 read a
+        # "[" in a class as itself.
+        return regex.compile(literal_class_brackets(spelled))
     except regex.error:
         return None
+
+
+def compile_quietly(pattern: str) -> re.Pattern[str]:
+    """``re.compile(pattern)`` without the FutureWarning ``re`` gives for a
+    ``[``, ``--``, ``&&``, ``~~`` or ``||`` in a character class ("Possible
+    nested set"): ``re`` reads them as the characters they are, as ECMA 262
+    does; the warning is only about what a later Python might read. A
+    schema's pattern is the user's, so no warning about it is printed.
+    ``catch_warnings`` swaps the process's filters: a lock keeps two
+    compiles (a server compiling tool sets on several threads) from
+    restoring each other's."""
+    with _QUIET_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return re.compile(pattern)
+
+
+_QUIET_LOCK = threading.Lock()
+
+
+def literal_class_brackets(pattern: str) -> str:
+    """``pattern`` with each ``[`` inside a character class escaped, and a
+    ``]`` that comes first in a class (``[]a]``, ``[^]a]``: a member, as
+    ``re`` reads it): the same pattern for ``re``, and one that engines
+    reading ``[`` in a class as a nested class or a POSIX class
+    (``[[:alpha:]]``: Rust's regex, the ``regex`` module) read alike."""
+    out: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if not in_class and char == "[":
+            in_class = True
+            opening = "[^" if pattern.startswith("[^", index) else "["
+            out.append(opening)
+            index += len(opening)
+            if pattern.startswith("]", index):
+                out.append("\\]")
+                index += 1
+            continue
+        if in_class and char == "]":
+            in_class = False
+        out.append("\\[" if in_class and char == "[" else char)
+        index += 1
+    return "".join(out)
 
 
 def _python_spelling(pattern: str) -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
-from ..errors import ToolDefinitionError
+from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
 from ..frames import Frame, NormalizedSchema, ObjectFrame, SchemaWarning, UnionFrame
-from ..tools import Tool, load_tools
+from ..tools import Tool, load_tool_entries
 from .limits import too_deep
 from .normalize import normalize_schema
 
@@ -58,23 +58,109 @@ def normalize_tool(tool: Tool, *, strict: bool = True) -> NormalizedTool:
 def normalize_tools(tools: Any, *, strict: bool = True) -> list[NormalizedTool]:
     """Normalize tools given in any form :func:`load_tools` accepts, as
     :class:`Tool` objects, or already normalized (returned as they are).
-    Two tools with one name raise :class:`ToolDefinitionError`."""
-    if isinstance(tools, (list, tuple)) and tools:
-        if all(isinstance(t, NormalizedTool) for t in tools):
-            return _unique(list(tools))
-        if all(isinstance(t, Tool) for t in tools):
-            return [normalize_tool(tool, strict=strict) for tool in _unique(list(tools))]
-    return [normalize_tool(tool, strict=strict) for tool in load_tools(tools)]
+    Raises the error of the first tool that cannot be used (two tools with
+    one name: :class:`ToolDefinitionError`); :func:`normalize_tool_set`
+    leaves such tools out instead."""
+    tool_set = normalize_tool_set(tools, strict=strict)
+    tool_set.raise_first()
+    return list(tool_set.tools)
 
 
-def _unique(tools: list[Any]) -> list[Any]:
-    """``tools`` (``Tool`` or ``NormalizedTool``), checked to have distinct names."""
-    seen: dict[str, int] = {}
+@dataclass(frozen=True)
+class LeftOutTool:
+    """A tool left out of a tool set: its name (``tools[i]`` when it has
+    none), the JSON Pointer inside its parameters where the problem is
+    (``""``: the tool as a whole), and why. ``error`` is the exception the
+    strict path raises for it."""
+
+    name: str
+    reason: str
+    path: str = ""
+    error: ConstrainedError | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_error(cls, name: str, error: ConstrainedError) -> "LeftOutTool":
+        if isinstance(error, SchemaError):
+            return cls(error.tool or name, error.reason, error.path, error)
+        reason = str(error)
+        prefix = f"tool {name!r}: "
+        return cls(name, reason[len(prefix) :] if reason.startswith(prefix) else reason, "", error)
+
+    @property
+    def warning(self) -> SchemaWarning:
+        """The warning a compiled tool set records for it."""
+        return SchemaWarning(self.path, "tool", f"left out of the tool set: {self.reason}")
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"tool {self.name!r} left out{where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ToolSet:
+    """The tools of a set that can be used, and those left out with why:
+    one tool that cannot be read (or written, see
+    :func:`constrained.writable.writable_tool_set`) never takes the others down."""
+
+    tools: tuple[NormalizedTool, ...]
+    left_out: tuple[LeftOutTool, ...] = ()
+
+    def by_name(self) -> dict[str, NormalizedTool]:
+        return {tool.name: tool for tool in self.tools}
+
+    def left_out_by_name(self) -> Mapping[str, LeftOutTool]:
+        return {tool.name: tool for tool in self.left_out}
+
+    def raise_first(self) -> None:
+        """Raise the error of the first tool left out, if any (the strict policy)."""
+        for tool in self.left_out:
+            if tool.error is not None:
+                raise tool.error
+
+
+def normalize_tool_set(tools: Any, *, strict: bool = True) -> ToolSet:
+    """Normalize each tool on its own (any form :func:`normalize_tools`
+    reads): a tool whose definition or schema cannot be used
+    (:class:`ToolDefinitionError`, :class:`SchemaError` and its
+    subclasses: malformed, unsatisfiable, past a limit) is left out with
+    the reason, and the others are kept. Two tools with one name are both
+    left out (a call could mean either)."""
+    if isinstance(tools, ToolSet):
+        return tools
+    if isinstance(tools, (list, tuple)) and tools and all(isinstance(t, NormalizedTool) for t in tools):
+        entries: list[Any] = _duplicates_marked(list(tools))
+    elif isinstance(tools, (list, tuple)) and tools and all(isinstance(t, Tool) for t in tools):
+        entries = _duplicates_marked(list(tools))
+    else:
+        entries = list(load_tool_entries(tools))
+    kept: list[NormalizedTool] = []
+    left_out: list[LeftOutTool] = []
+    for index, entry in enumerate(entries):
+        if isinstance(entry, ToolDefinitionError):
+            left_out.append(LeftOutTool.from_error(entry.tool or f"tools[{index}]", entry))
+        elif isinstance(entry, NormalizedTool):
+            kept.append(entry)
+        else:
+            try:
+                kept.append(normalize_tool(entry, strict=strict))
+            except (ToolDefinitionError, SchemaError) as exc:
+                left_out.append(LeftOutTool.from_error(entry.name, exc))
+    return ToolSet(tuple(kept), tuple(left_out))
+
+
+def _duplicates_marked(tools: list[Any]) -> list[Any]:
+    """``tools`` (``Tool`` or ``NormalizedTool``) with every tool whose name
+    another one shares replaced by the error saying so."""
+    first: dict[str, int] = {}
+    marked: list[Any] = list(tools)
     for index, tool in enumerate(tools):
-        if tool.name in seen:
-            raise ToolDefinitionError(f"tool {tool.name!r} is defined twice: tools[{seen[tool.name]}] and tools[{index}]")
-        seen[tool.name] = index
-    return tools
+        earlier = first.setdefault(tool.name, index)
+        if earlier != index:
+            error = ToolDefinitionError(
+                f"tool {tool.name!r} is defined twice: tools[{earlier}] and tools[{index}]", tool=tool.name
+            )
+            marked[earlier] = marked[index] = error
+    return marked
 
 
 def _is_object(frame: Frame, schema: NormalizedSchema) -> bool:

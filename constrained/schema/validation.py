@@ -20,6 +20,7 @@ import math
 import threading
 from typing import Any, Callable, Iterator
 
+import attrs
 import jsonschema
 import referencing
 import referencing.exceptions
@@ -72,7 +73,27 @@ def _offline_class(base: type[Validator]) -> type[Validator]:
     for name in ("$ref", "$dynamicRef", "$recursiveRef"):
         if name in base.VALIDATORS:
             keywords[name] = _lenient_reference(base.VALIDATORS[name])
-    return jsonschema.validators.extend(base, keywords)
+    cls = jsonschema.validators.extend(base, keywords)
+    stock_evolve = cls.evolve
+
+    def evolve(self: Any, **changes: Any) -> Validator:
+        # jsonschema validates a subschema that declares its own $schema with
+        # the stock class of that draft (its own table of them): keep to the
+        # offline ones, so that patterns, references and multipleOf read the
+        # same there (and re prints no warning about a pattern).
+        evolved = stock_evolve(self, **changes)
+        kind = type(evolved)
+        if kind in _OFFLINE_CLASSES:
+            return evolved
+        fields = {field.alias: getattr(evolved, field.name) for field in attrs.fields(kind) if field.init}
+        return _offline_class(kind)(**fields)
+
+    cls.evolve = evolve  # type: ignore[method-assign]
+    _OFFLINE_CLASSES.add(cls)
+    return cls
+
+
+_OFFLINE_CLASSES: set[type[Validator]] = set()
 
 
 _following = threading.local()
