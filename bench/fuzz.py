@@ -3,7 +3,8 @@
     python bench/fuzz.py [--mcp-runs 3] [--bfcl-stride 1] [--budget 256] [--crosscheck 8] [--workers 2]
 
 Tool sets: every MCP corpus tool alone, each MCP server's whole tool list as
-one set, and the distinct BFCL functions (every ``--bfcl-stride``-th). Each
+one set, the distinct BFCL functions (every ``--bfcl-stride``-th), and two
+tools taking Pydantic discriminated unions (walked as the MCP sets). Each
 is compiled in every dialect (with the dialect's default tokenizer) for
 ``tool_choice`` auto, required, none and a tool's name, and auto and
 required with ``parallel_tool_calls=False``: MCP sets in every mode with
@@ -110,7 +111,47 @@ def tool_sets(bfcl_stride: int) -> list[ToolSet]:
     distinct = {json.dumps(f, sort_keys=True): f for f in bfcl_functions()}
     for index, function in enumerate(list(distinct.values())[::bfcl_stride]):
         sets.append(ToolSet(f"bfcl#{index} {function['name']}", "BFCL function", (function,)))
+    sets.extend(ToolSet(tool["name"], DISCRIMINATED, (tool,)) for tool in discriminated_tools())
     return sets
+
+
+DISCRIMINATED = "discriminated union"
+
+
+def discriminated_tools() -> list[dict[str, Any]]:
+    """Tools as FastMCP writes Pydantic discriminated unions (``oneOf`` of
+    ``$ref``s with a ``discriminator``, each branch's tag a ``const`` with a
+    default, not required): one union as an argument, and a list of them."""
+    from typing import Annotated, Literal, Union
+
+    from pydantic import BaseModel, Field
+
+    class GetItem(BaseModel):
+        operation: Literal["GetItem"] = "GetItem"
+        table: str
+        key: str
+
+    class PutItem(BaseModel):
+        operation: Literal["PutItem"] = "PutItem"
+        table: str
+        key: str
+        value: str = ""
+
+    class DeleteItem(BaseModel):
+        operation: Literal["DeleteItem"] = "DeleteItem"
+        table: str
+        key: str
+
+    Operation = Annotated[Union[GetItem, PutItem, DeleteItem], Field(discriminator="operation")]
+
+    class RunOperation(BaseModel):
+        request: Operation
+
+    class RunBatch(BaseModel):
+        requests: list[Operation]
+        dry_run: bool = False
+
+    return [{"name": model.__name__, "inputSchema": model.model_json_schema()} for model in (RunOperation, RunBatch)]
 
 
 def jobs(sets: list[ToolSet], mcp_runs: int, budget: int, crosscheck: int) -> list[Job]:
@@ -223,6 +264,7 @@ def main() -> int:
     rows: dict[tuple[str, str, str], FuzzSummary] = {}
     totals = {sampler: FuzzSummary(keep=0) for sampler in SAMPLERS}
     refusals: Counter[tuple[str, str]] = Counter()
+    by_kind: dict[str, FuzzSummary] = {}
     crashes: list[tuple[Job, str]] = []
     failures: list[tuple[ToolSet, FuzzRun]] = []
     with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
@@ -235,6 +277,7 @@ def main() -> int:
             for sampler, summary in result.summaries.items():
                 rows.setdefault((job.dialect, job.mode.label, sampler), FuzzSummary(keep=0)).merge(summary)
                 totals[sampler].merge(summary)
+                by_kind.setdefault(job.tool_set.kind, FuzzSummary(keep=0)).merge(summary)
                 failures.extend((job.tool_set, run) for run in summary.failures)
             if done % 500 == 0:
                 print(f"{done}/{len(work)} configurations, {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -268,7 +311,8 @@ def main() -> int:
         f"every mode ({'; '.join(m.label for m in MODES)}) with {args.mcp_runs} walks per sampler; "
         f"{kinds['BFCL function']} distinct BFCL functions"
         f"{f' (every {args.bfcl_stride}th)' if args.bfcl_stride > 1 else ' (all)'}, one mode per dialect "
-        "(rotating), one walk per sampler. Every dialect with its default tokenizer.",
+        f"(rotating), one walk per sampler; {kinds[DISCRIMINATED]} tools taking Pydantic discriminated unions "
+        "(as FastMCP writes them), as the MCP sets. Every dialect with its default tokenizer.",
         "",
         environment(),
         "",
@@ -279,6 +323,10 @@ def main() -> int:
         "",
         f"{len(work)} configurations in {elapsed:.0f} s with {args.workers} worker processes; "
         f"{everything.precomputed_steps} masks came from precomputed raw-text rows.",
+        "",
+        header.format("tool sets"),
+        rule,
+        *(_row([kind], summary) for kind, summary in sorted(by_kind.items())),
         "",
     ]
     if failures:
