@@ -382,17 +382,22 @@ def _start_rule(
 ) -> str:
     has_block = dialect.reasoning_tokens and all(map(markers.is_token, dialect.reasoning_tokens))
     reasoning = "reasoning? " if allow_reasoning and has_block else ""
-    if not parallel:
-        calls = "call"
-    elif dialect.call_separator:
-        calls = "call (call_separator call)*"
-    else:
-        calls = "call+"
+    # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
+    first, later = dialect.text_calls if tool_choice == "auto" and dialect.text_calls else (None, "call")
+
+    def calls(first_call: str) -> str:
+        if not parallel:
+            return first_call
+        if dialect.call_separator:
+            return f"{first_call} (call_separator {later})*"
+        return f"{later}+" if first_call == later else f"{first_call} {later}*"
+
     if tool_choice == "none" or not has_tools:
         return f"start: {reasoning}text? end_of_turn"
     if tool_choice == "auto":
-        return f"start: {reasoning}text? end_of_turn | {reasoning}text? {calls} end_after_calls"
-    return f"start: {reasoning}{calls} end_after_calls"
+        start = f"start: {reasoning}text? end_of_turn | {reasoning}text? {calls('call')} end_after_calls"
+        return start + (f" | {reasoning}{calls(first)} end_after_calls" if first else "")
+    return f"start: {reasoning}{calls('call')} end_after_calls"
 
 
 def _check_markers(dialect: Dialect, tok: Tokenizer) -> None:

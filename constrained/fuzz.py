@@ -465,18 +465,27 @@ def structure_tokens(compiled: CompiledTools) -> StructureTokens:
 # -- checking a finished output ---------------------------------------------------------
 
 
-def output_problems(compiled: CompiledTools, tokens: list[int] | tuple[int, ...], parsed: ParseResult) -> list[str]:
+def output_problems(
+    compiled: CompiledTools, tokens: list[int] | tuple[int, ...], text: str, parsed: ParseResult
+) -> list[str]:
     """What makes a finished output of ``compiled`` a wrong answer: a call the
     parser rejected (wrong markup, a value the schema does not allow), a call
     marker the parser did not read as a call, or calls that break
     ``tool_choice`` / ``parallel_tool_calls``. ``tokens`` are the output's
-    tokens, ``parsed`` its parse."""
+    tokens, ``text`` their text without the end token, ``parsed`` its parse.
+    Calls whose opening is text (qwen3_coder's bare ``<function=`` under
+    auto) have no marker token: the scanner's count of them is added."""
     problems = [f"call of {e.tool!r} rejected: {e.reason}" for e in parsed.errors]
     names = [call["function"]["name"] for call in parsed.tool_calls]
-    call_open = compiled.tokenizer.token_id(get_dialect(compiled.dialect).call_open)
+    dialect = get_dialect(compiled.dialect)
+    call_open = compiled.tokenizer.token_id(dialect.call_open)
     opened = sum(token == call_open for token in tokens)
-    if opened != len(names) + len(parsed.errors):
-        problems.append(f"{opened} call marker(s) but {len(names)} call(s) and {len(parsed.errors)} rejected")
+    unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.call_open) for segment in dialect.scan(text))
+    if opened + unmarked != len(names) + len(parsed.errors):
+        problems.append(
+            f"{opened} call marker(s) and {unmarked} call(s) opened as text, "
+            f"but {len(names)} call(s) and {len(parsed.errors)} rejected"
+        )
     choice = compiled.tool_choice
     if choice == "none" and names:
         problems.append(f'tool_choice "none" but {len(names)} call(s)')
@@ -626,7 +635,7 @@ def walk(compiled: CompiledTools, seed: int, options: WalkOptions | None = None)
         if outcome is Outcome.FINISHED:
             text, utf8 = output_text(tok, state.tokens[:-1])  # without the end token
             parsed = parse_tool_calls(text, compiled, compiled.dialect)
-            problems = output_problems(compiled, state.tokens, parsed) + ([] if utf8 else ["the output is not valid UTF-8"])
+            problems = output_problems(compiled, state.tokens, text, parsed) + ([] if utf8 else ["the output is not valid UTF-8"])
     except Exception as exc:  # a fuzz run reports whatever raised, with where
         where = traceback.extract_tb(exc.__traceback__)[-1]
         outcome, detail = Outcome.ERROR, f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"

@@ -20,7 +20,7 @@ import jsonschema
 from .compiler import CompiledTools
 from .dialects import get_dialect
 from .dialects.base import Dialect
-from .dialects.segments import CallSegment, Parsed, Raw, Segment
+from .dialects.segments import CallSegment, Decoded, Parsed, Raw, Segment
 from .frames import Frame, FreeFrame, ObjectFrame
 from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
 from .schema.types import json_types
@@ -126,7 +126,12 @@ def openai_call(
         raise CallRejected(f"tool {segment.name!r} was left out of the tool set: {left_out[segment.name].reason}")
     if tool is None:
         raise CallRejected(f"no tool is called {segment.name!r}")
-    arguments = typed_arguments(tool, segment.arguments, python_literals)
+    try:
+        arguments = typed_arguments(tool, segment.arguments, python_literals)
+    except CallRejected as exc:
+        if any(isinstance(value, Decoded) for _, value in segment.arguments):
+            raise CallRejected(f"the arguments, a JSON-encoded string, decoded do not fit {tool.name!r}: {exc}") from None
+        raise
     return {
         "id": call_id(segment.start, tool.name),
         "type": "function",

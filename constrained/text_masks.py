@@ -13,11 +13,19 @@ says when the next mask is such a row: inside a value whose parameter takes
 any text, at a character boundary. Everywhere else the constraint asks
 llguidance. The rows equal llguidance's masks token for token; the tests
 compare them over whole vocabularies.
+
+A raw value may not hold its tool's guards either (the start of an
+argument's markup, :class:`~constrained.dialects.raw_values.RawValueDialect`):
+:class:`ValueGuards` knows, from how much of a guard the text ends with,
+the few tokens that would complete one, and the row leaves them out.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -176,8 +184,121 @@ def _lead_length(byte: int) -> int:
     return 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
 
 
+class ValueGuards:
+    """The guards of raw values over one vocabulary: texts a value may not
+    hold (after ``lead``, the text before every value). The
+    state is the longest tail of the value's text that is a proper start of
+    a guard; from it, :meth:`bad` gives the tokens that would complete one
+    before the value's closing (computed once per state and closing state)."""
+
+    def __init__(self, tok: "Tokenizer", masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> None:
+        self.masks = masks
+        self.guards = guards
+        self.starts = {guard[:size] for guard in guards for size in range(1, len(guard))}
+        self.longest = max(len(guard) for guard in guards)
+        self.firsts = frozenset(guard[0] for guard in guards)
+        self.search = re.compile(b"|".join(re.escape(guard) for guard in guards))
+        self.initial = self.advance(b"", lead)
+        self._vocabulary = _vocabulary(tok)
+        self._bad: dict[tuple[bytes, int], np.ndarray] = {}
+        common = set.intersection(*(set(guard) for guard in guards))
+        self._holding = self._vocabulary.holding(min(common, key=self._vocabulary.count)) if common else None
+
+    def advance(self, tail: bytes, data: bytes) -> bytes:
+        """The state after ``data`` (value text) from ``tail``."""
+        if not tail and not any(byte in self.firsts for byte in data):
+            return b""
+        text = tail + data
+        for start in range(max(0, len(text) - self.longest + 1), len(text)):
+            if text[start:] in self.starts:
+                return text[start:]
+        return b""
+
+    def bad(self, tail: bytes, kmp: int) -> np.ndarray:
+        """The text tokens that, from ``tail`` and closing state ``kmp``,
+        complete a guard before they complete the closing."""
+        key = (tail, kmp)
+        if key not in self._bad:
+            table = self._vocabulary.table
+            candidates = set(self._holding if self._holding is not None else range(len(table)))
+            for start in range(len(tail)):
+                for guard in self.guards:
+                    if guard.startswith(tail[start:]):
+                        candidates.update(self._vocabulary.starting_with(guard[len(tail) - start :]))
+            masks, done = self.masks, len(self.masks.close)
+            found = []
+            for token in sorted(candidates):
+                data = table[token]
+                end = _completes_at(masks.transitions, kmp, data, done) if masks.close else None
+                if self.search.search(tail + data[: end or len(data)]):
+                    found.append(token)
+            self._bad[key] = np.array(found, dtype=np.int64)
+        return self._bad[key]
+
+
+class _Vocabulary:
+    """A vocabulary's text tokens, sorted by their bytes (for the tokens
+    that start with some text) and by the bytes they hold."""
+
+    def __init__(self, tok: "Tokenizer") -> None:
+        table, special = tok.token_table
+        self.table = table
+        self.sorted = sorted((data, token) for token, data in enumerate(table) if data and token not in special)
+        self.keys = [data for data, _ in self.sorted]
+        self._holding: dict[int, list[int]] = {}
+        self._blob = b"\0".join(self.keys)
+
+    def starting_with(self, prefix: bytes) -> list[int]:
+        first = bisect.bisect_left(self.keys, prefix)
+        last = first
+        while last < len(self.keys) and self.keys[last].startswith(prefix):
+            last += 1
+        return [token for _, token in self.sorted[first:last]]
+
+    def holding(self, byte: int) -> list[int]:
+        if byte not in self._holding:
+            self._holding[byte] = [token for data, token in self.sorted if byte in data]
+        return self._holding[byte]
+
+    def count(self, byte: int) -> int:
+        """How often ``byte`` occurs in the vocabulary (to pick a rare one)."""
+        return self._blob.count(bytes([byte]))
+
+
+_vocabularies: dict[str, _Vocabulary] = {}
+_guard_sets: "OrderedDict[tuple[str, str, int | None, tuple[bytes, ...], bytes], ValueGuards]" = OrderedDict()
+_GUARD_SETS = 512
+"""Guard sets kept (one per tool's set of keys, with the states seen)."""
+
+
+def _vocabulary(tok: "Tokenizer") -> _Vocabulary:
+    with _masks_lock:
+        if tok.fingerprint not in _vocabularies:
+            _vocabularies[tok.fingerprint] = _Vocabulary(tok)
+        return _vocabularies[tok.fingerprint]
+
+
+def value_guards(tok: "Tokenizer", masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> ValueGuards | None:
+    """The :class:`ValueGuards` of ``guards`` (``None`` without any), one per
+    vocabulary, closing and guards (the most recent :data:`_GUARD_SETS`)."""
+    if not guards:
+        return None
+    key = (tok.fingerprint, masks.close.decode("utf-8", "replace"), masks.close_token, guards, lead)
+    with _masks_lock:
+        found = _guard_sets.get(key)
+        if found is not None:
+            _guard_sets.move_to_end(key)
+            return found
+    made = ValueGuards(tok, masks, guards, lead)
+    with _masks_lock:
+        _guard_sets[key] = made
+        while len(_guard_sets) > _GUARD_SETS:
+            _guard_sets.popitem(last=False)
+    return made
+
+
 _masks: dict[tuple[str, str, int | None], TextFrameMasks] = {}
-_masks_lock = threading.Lock()
+_masks_lock = threading.RLock()
 
 
 def text_frame_masks(tok: "Tokenizer", close: str, close_token: int | None) -> TextFrameMasks:
@@ -189,6 +310,8 @@ def text_frame_masks(tok: "Tokenizer", close: str, close_token: int | None) -> T
             _masks[key] = TextFrameMasks.build(tok, close, close_token)
         return _masks[key]
 
+
+_NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 # Where a sequence stands in the call markup.
 _OUTSIDE, _MARKUP, _VALUE, _LOST = range(4)
@@ -212,6 +335,7 @@ class FrameTracker:
         tok: "Tokenizer",
         masks: TextFrameMasks,
         value_kind: Callable[[str, str], ValueKind],
+        guards: "Callable[[str], ValueGuards | None]" = lambda tool: None,
     ) -> None:
         self.syntax = syntax
         self.masks = masks
@@ -219,6 +343,9 @@ class FrameTracker:
         self._open_id = tok.token_id(syntax.call_open)
         self._close_call_id = tok.token_id(syntax.call_close)
         self._value_kind = value_kind
+        self._guards_of = guards
+        self._guards: ValueGuards | None = None  # the open value's, when it takes any text
+        self._tail = b""  # how much of a guard the value's text ends with
         self._state = _OUTSIDE
         self._tool: str | None = None
         self._markup = b""
@@ -229,10 +356,12 @@ class FrameTracker:
         self._closings = 0  # values ended so far (not part of the state)
 
     def snapshot(self) -> tuple[object, ...]:
-        return (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need)
+        return (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need,
+                self._guards, self._tail)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
-        (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need) = snapshot  # type: ignore[assignment]
+        (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need,
+         self._guards, self._tail) = snapshot  # type: ignore[assignment]
 
     @property
     def in_text_frame(self) -> bool:
@@ -246,19 +375,25 @@ class FrameTracker:
         tokens that end the value and go on."""
         masks, state = self.masks, self._kmp
         np.copyto(row, masks.inside[state])
+        forbidden: "torch.Tensor | None" = None
         if masks.close_token is not None:  # the closing token is always allowed
             row[masks.close_token >> 5] |= np.uint32(1 << (masks.close_token & 31))
-            return masks.forbidden(state)
-        if (self._initial and not self.syntax.close_at_start) or not (
+            forbidden = masks.forbidden(state)
+        elif (self._initial and not self.syntax.close_at_start) or not (
             masks.completing[state] or masks.crossing[state]
         ):
-            return masks.forbidden(state)
-        for token in masks.completing[state]:
-            row[token >> 5] |= np.uint32(1 << (token & 31))
-        for token in masks.crossing[state]:
-            if validate([token]) == 1:
+            forbidden = masks.forbidden(state)
+        else:
+            for token in masks.completing[state]:
                 row[token >> 5] |= np.uint32(1 << (token & 31))
-        return None
+            for token in masks.crossing[state]:
+                if validate([token]) == 1:
+                    row[token >> 5] |= np.uint32(1 << (token & 31))
+        bad = self._guards.bad(self._tail, state) if self._guards is not None else _NO_TOKENS
+        if bad.size:  # tokens that would complete a guard
+            np.bitwise_and.at(row, bad >> 5, ~(np.uint32(1) << (bad & 31).astype(np.uint32)))
+            return None
+        return forbidden
 
     def feed(self, token: int) -> None:
         """Advance past ``token``, which the grammar accepted."""
@@ -274,11 +409,13 @@ class FrameTracker:
         if self._state == _VALUE and masks.trailing[token] != 255:
             if masks.neutral[token]:  # no byte of the closing: back to state 0
                 self._kmp, self._initial, self._need = 0, False, masks.trailing[token]
+                self._guard(self._table[token])
                 return
             step = masks.steps.get((self._kmp, token))
             if step is not None:
                 self._initial = self._initial and step == self._kmp + len(self._table[token])
                 self._kmp, self._need = step, masks.trailing[token]
+                self._guard(self._table[token])
                 return
             before, closings = self._kmp, self._closings
             self._feed_bytes(self._table[token])
@@ -290,8 +427,13 @@ class FrameTracker:
                 self._end_value()
             else:
                 self._track_utf8(self._table[token])
+                self._guard(self._table[token])
             return
         self._feed_bytes(self._table[token])
+
+    def _guard(self, data: bytes) -> None:
+        if self._guards is not None:
+            self._tail = self._guards.advance(self._tail, data)
 
     def _feed_bytes(self, data: bytes) -> None:
         transitions, done = self.masks.transitions, len(self.masks.close)
@@ -304,6 +446,7 @@ class FrameTracker:
                     self._end_value()
                     continue
                 self._track_utf8(data[position : position + 1])
+                self._guard(data[position : position + 1])
             elif self._state == _MARKUP:
                 self._markup += data[position : position + 1]
                 if len(self._markup) > self._MARKUP_LIMIT:
@@ -325,6 +468,8 @@ class FrameTracker:
             self._state = _LOST
             return
         self._fast = kind is ValueKind.ANY_TEXT
+        self._guards = self._guards_of(self._tool) if self._fast else None
+        self._tail = self._guards.initial if self._guards is not None else b""
         state = 0
         for byte in self._markup if self.masks.close else b"":
             state = self.masks.transitions[state][byte]
@@ -362,4 +507,15 @@ def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] 
             kinds[tool, key] = ValueKind.UNTRACKED if known is None else dialect.value_kind(known, key, syntax.close)
         return kinds[tool, key]
 
-    return [FrameTracker(syntax, tok, masks, value_kind) for _ in range(count)]
+    # A closing token may be spelled out as text, which the parser could not tell from it.
+    spelled = (syntax.close,) if syntax.close_is_token else ()
+    lead = dialect.value_lead.encode("utf-8")
+    guard_sets: dict[str, ValueGuards | None] = {}
+
+    def guards(tool: str) -> ValueGuards | None:
+        if tool not in guard_sets:
+            texts = (*dialect.value_guards(tools.get(tool)), *spelled)
+            guard_sets[tool] = value_guards(tok, masks, tuple(t.encode("utf-8") for t in texts), lead)
+        return guard_sets[tool]
+
+    return [FrameTracker(syntax, tok, masks, value_kind, guards) for _ in range(count)]

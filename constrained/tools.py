@@ -14,11 +14,13 @@ import inspect
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import ToolDefinitionError
-from .schema.keywords import walk_schemas
+from .frames import SchemaWarning
+from .schema.keywords import child_schemas, walk_schemas
 from .schema.limits import check_nesting, too_deep
+from .schema.refs import pointer_token
 
 __all__ = ["Tool", "load_tool_entries", "load_tools", "load_tools_file", "read_tools_file"]
 
@@ -48,6 +50,10 @@ _BFCL_TYPES: dict[str, str | None] = {
     "HashMap": "object",
     "Hashtable": "object",
 }
+# Python's own names, which BFCL does not have but hand-written tool lists do.
+_PYTHON_TYPES: dict[str, str | None] = {"int": "integer", "str": "string", "None": "null", "NoneType": "null"}
+# Every type name read as JSON Schema's, in whatever form the tool came.
+_TYPE_NAMES = {**_BFCL_TYPES, **_PYTHON_TYPES}
 
 @dataclass(frozen=True)
 class Tool:
@@ -57,13 +63,17 @@ class Tool:
     copy of the input (callers may keep editing theirs), BFCL type names
     already mapped, a boolean schema written as its dict equivalent. ``source``
     records the input form ("openai", "function", "mcp", "pydantic", "bfcl")
-    for messages and round trips.
+    for messages and round trips. ``warnings`` says where a type name was
+    mapped that is not the form's own (BFCL's or Python's names outside a
+    BFCL definition, Python's inside one); :func:`normalize_tool` adds them
+    to the normalized tool's warnings.
     """
 
     name: str
     description: str
     parameters: dict[str, Any]
     source: str
+    warnings: tuple[SchemaWarning, ...] = ()
 
 
 def load_tools(source: object, *, format: str | None = None) -> list[Tool]:
@@ -174,7 +184,7 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
     """Build the Tool for one entry, checking its name and parameters."""
     form = _detect(entry)
     if format is not None and form is not None and {form, format} <= {"function", "bfcl"}:
-        form = format  # the two share a shape; the caller decides whether types are mapped
+        form = format  # the two share a shape; the caller decides which names are the tool's own
     if form is None or (format is not None and form != format):
         expected = (
             f"a tool definition in format {format!r}" if format is not None
@@ -199,12 +209,12 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
             raw = cls.model_json_schema()
         except Exception as exc:  # user code: report it against the tool
             raise ToolDefinitionError(f"{where}: model_json_schema() failed: {exc}") from exc
-        params = _parameters(raw, cls.__name__, bfcl=False)
+        params, warnings = _parameters(raw, cls.__name__, form)
         # The class's own docstring only: inspect.getdoc would fall back to
         # BaseModel's docstring for a model that has none.
         doc = cls.__doc__
         description = inspect.cleandoc(doc) if doc else params.get("description")
-        return Tool(cls.__name__, _description(description, where), params, form)
+        return Tool(cls.__name__, _description(description, where), params, form, warnings)
 
     assert isinstance(entry, dict)
     fields = entry
@@ -222,8 +232,8 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
     where = f"tool {name!r}"
     key = "inputSchema" if form == "mcp" else "parameters"
     raw = fields.get(key, {"type": "object", "properties": {}})
-    return Tool(name, _description(fields.get("description"), where),
-                _parameters(raw, name, bfcl=form == "bfcl"), form)
+    params, warnings = _parameters(raw, name, form)
+    return Tool(name, _description(fields.get("description"), where), params, form, warnings)
 
 
 def _description(value: object, where: str) -> str:
@@ -235,14 +245,15 @@ def _description(value: object, where: str) -> str:
     return value
 
 
-def _parameters(raw: object, name: str, *, bfcl: bool) -> dict[str, Any]:
+def _parameters(raw: object, name: str, form: str) -> tuple[dict[str, Any], tuple[SchemaWarning, ...]]:
     """A private copy of the parameters schema, checked to nest no deeper
     than :data:`~constrained.schema.limits.MAX_NESTING` and to describe an
-    object (arguments are always a JSON object), BFCL types mapped."""
+    object (arguments are always a JSON object), BFCL and Python type names
+    mapped (in every form), with the warnings of :attr:`Tool.warnings`."""
     where = f"tool {name!r}"
     if isinstance(raw, bool):
         # Same meaning, dict form: every later stage can assume a dict.
-        return {} if raw else {"not": {}}
+        return ({} if raw else {"not": {}}), ()
     if not isinstance(raw, dict):
         raise ToolDefinitionError(
             f"{where}: parameters must be a JSON object or boolean schema, got {type(raw).__name__}"
@@ -252,12 +263,11 @@ def _parameters(raw: object, name: str, *, bfcl: bool) -> dict[str, Any]:
         params = copy.deepcopy(raw)
     except RecursionError:
         raise too_deep(name) from None
-    if bfcl:
-        _map_bfcl_types(params)
+    warnings = _map_type_names(params, form)
     declared = params.get("type", "object")
     if declared != "object" and not (isinstance(declared, list) and "object" in declared):
         raise ToolDefinitionError(f"{where}: parameters must be an object schema, got type {declared!r}")
-    return params
+    return params, warnings
 
 
 def _type_names(schema: dict[str, Any]) -> list[object]:
@@ -269,31 +279,66 @@ def _type_names(schema: dict[str, Any]) -> list[object]:
 
 
 def _uses_bfcl_types(parameters: object) -> bool:
-    """Whether a schema uses a type name only BFCL has (``dict``, ``float``...)."""
+    """Whether a schema uses a type name JSON Schema lacks (``dict``, ``float``, ``int``...)."""
     return isinstance(parameters, dict) and any(
-        isinstance(name, str) and name in _BFCL_TYPES
+        isinstance(name, str) and name in _TYPE_NAMES
         for schema in walk_schemas(parameters)
         for name in _type_names(schema)
     )
 
 
-def _map_bfcl_types(parameters: dict[str, Any]) -> None:
-    """Rewrite BFCL type names to JSON Schema in place (on our own copy), as
-    BFCL does, except that ``any`` drops ``type`` (any value) where BFCL
-    would say string."""
-    for schema in list(walk_schemas(parameters)):
+def _map_type_names(parameters: dict[str, Any], form: str) -> tuple[SchemaWarning, ...]:
+    """Rewrite BFCL and Python type names to JSON Schema in place (on our own
+    copy), as BFCL does, except that ``any`` drops ``type`` (any value) where
+    BFCL would say string. JSON Schema has none of these names, so a schema
+    that is valid JSON Schema is left as it is. The warnings: each name
+    mapped that is not the form's own, where (BFCL's names are a BFCL
+    definition's own)."""
+    warnings: list[SchemaWarning] = []
+    for pointer, schema in _schemas_at(parameters):
         if "type" not in schema:
             continue
-        mapped = [
-            _BFCL_TYPES.get(name, name) if isinstance(name, str) else name
-            for name in _type_names(schema)
-        ]
+        names = _type_names(schema)
+        mapped = [_TYPE_NAMES.get(name, name) if isinstance(name, str) else name for name in names]
+        warnings.extend(
+            SchemaWarning(pointer, "type", f"{_habit(name)} type name {name!r} read as {_meaning(_TYPE_NAMES[name])}")
+            for name in names
+            if isinstance(name, str) and name in _TYPE_NAMES and not (form == "bfcl" and name in _BFCL_TYPES)
+        )
         if None in mapped:
             del schema["type"]
         elif isinstance(schema["type"], list):
             schema["type"] = [t for i, t in enumerate(mapped) if t not in mapped[:i]]
         elif mapped:
             schema["type"] = mapped[0]
+    return tuple(warnings)
+
+
+def _habit(name: str) -> str:
+    return "BFCL" if name in _BFCL_TYPES else "Python"
+
+
+def _meaning(mapped: str | None) -> str:
+    return "any value (no type)" if mapped is None else repr(mapped)
+
+
+def _schemas_at(schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``schema`` and every object subschema in it, each once, with its JSON
+    Pointer (as :func:`~constrained.schema.keywords.walk_schemas` walks them)."""
+    stack: list[tuple[str, dict[str, Any]]] = [("", schema)]
+    seen: set[int] = set()
+    while stack:
+        pointer, node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield pointer, node
+        children = [
+            (f"{pointer}/{pointer_token(keyword)}" + ("" if key is None else f"/{pointer_token(str(key))}"), child)
+            for keyword, value in node.items()
+            for key, child in child_schemas(keyword, value)
+        ]
+        stack.extend(reversed(children))
 
 
 def _label(entry: object, index: int) -> str:

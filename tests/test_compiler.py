@@ -560,7 +560,8 @@ def qwen_note(content: str, rest: str = "") -> str:
         "",
         "\n\n",
         "if a < b: x = '</param'",
-        "<parameter=flag>\ntrue",
+        # A line that begins with <parameter= may not (test_drift_raw); elsewhere it may.
+        "x <parameter=flag>\ntrue",
         "closing tags inline: </parameter> </function> </tool_call",
         "x\n</parameter>y\n  </parameter>",
         "def f():\n    return {\n        'a': [1, 2],\n    }\n",
@@ -664,10 +665,11 @@ GLM_JSON_VALUES = function(
 )
 @pytest.mark.parametrize("dialect", ["glm45", "glm47"])
 def test_glm_json_values_never_hold_the_text_that_ends_them(dialect, key, value):
-    """A GLM value runs to the first ``</arg_value>`` (glm45: followed by the
-    newline, which JSON text cannot hold). In glm47 with text tags, a JSON
-    string or key holding ``</arg_value>`` would end the value early, so the
-    grammar keeps that text out of them; a near miss stays allowed."""
+    """A GLM value runs to the first ``</arg_value>``, in both layouts (so
+    the parser reads either, its newlines optional): a JSON string or key
+    holding ``</arg_value>`` would end the value early, so the grammar keeps
+    that text out of them; a near miss stays allowed. (glm45 used to allow
+    it, its values ending at ``</arg_value>`` and the newline.)"""
     ct = compiled([GLM_JSON_VALUES], dialect)
     nl = "\n" if dialect == "glm45" else ""
 
@@ -677,12 +679,7 @@ def test_glm_json_values_never_hold_the_text_that_ends_them(dialect, key, value)
     near_miss = call(value.format("</arg_valu>"))
     assert_accepted(ct, near_miss)
     assert parse_tool_calls(near_miss, [GLM_JSON_VALUES], dialect).errors == []
-    holding = call(value.format("</arg_value>"))
-    if dialect == "glm45":
-        assert_accepted(ct, holding)
-        assert parse_tool_calls(holding, [GLM_JSON_VALUES], dialect).errors == []
-    else:
-        assert_rejected(ct, holding)
+    assert_rejected(ct, call(value.format("</arg_value>")))
 
 
 # -- the seed case: a typed key beside an open object ---------------------------------------

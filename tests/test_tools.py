@@ -204,10 +204,13 @@ def test_format_bfcl_labels_a_plain_function() -> None:
     assert tools == [Tool("f", "", WEATHER_PARAMS, "bfcl")]
 
 
-def test_format_function_does_not_map_bfcl_types() -> None:
+def test_format_function_maps_bfcl_types_with_a_warning() -> None:
+    # Type names are mapped in every form (issue 15); forcing "function" labels
+    # the tool so, and the mapped names are reported as warnings.
     fn = {"name": "f", "parameters": {"type": "dict", "properties": {}}}
-    with pytest.raises(ToolDefinitionError, match="tool 'f': parameters must be an object schema, got type 'dict'"):
-        load_tools(fn, format="function")
+    [tool] = load_tools(fn, format="function")
+    assert (tool.source, tool.parameters) == ("function", {"type": "object", "properties": {}})
+    assert [(w.path, w.keyword) for w in tool.warnings] == [("", "type")]
 
 
 @pytest.mark.parametrize(("entry", "fmt", "label", "found"), [

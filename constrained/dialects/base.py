@@ -59,6 +59,10 @@ class Dialect(ABC):
     """Whether calls are separated (rule ``call_separator``) or adjacent."""
     default_tokenizer: ClassVar[str] = "qwen3"
     """The built-in tokenizer that has this dialect's markers."""
+    text_calls: ClassVar[tuple[str, str] | None] = None
+    """Under ``tool_choice="auto"``: the rule of a first call that holds the
+    free text before it (its opening is text, so the text ends where it
+    begins) and the rule of any later call, or ``None``."""
     call_open: ClassVar[str] = "<tool_call>"
     call_close: ClassVar[str] = "</tool_call>"
     reasoning_markers: ClassVar[tuple[str, str] | None] = None
@@ -68,6 +72,10 @@ class Dialect(ABC):
     """Regex of an argument key written in the call's own markup (XML-style
     dialects), for keys that are not declared and for the declared ones'
     check; ``None``: arguments are a value, keys as :attr:`value_syntax` has them."""
+    reads_cut_off_call: ClassVar[bool] = False
+    """Whether a last call cut off before :attr:`call_close` at the very end
+    of the text is read when its body is complete (hermes: a whole JSON
+    object says where it ends; elsewhere such a call stays malformed)."""
     python_literals: ClassVar[bool] = False
     """Whether the grammar lets raw values be ``True``/``False``/``None``."""
     chat_prefix: ClassVar[str] = ""
@@ -157,6 +165,7 @@ class Dialect(ABC):
             call_close=self.call_close,
             parse_body=self.parse_body,
             reasoning=self.reasoning_block(),
+            cut_off_call=self.reads_cut_off_call,
         )
 
     @abstractmethod

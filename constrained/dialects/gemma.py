@@ -1,7 +1,9 @@
 """gemma4 and functiongemma: ``call:NAME{key:value,...}`` in Gemma's value
 syntax: bare keys, strings between delimiter tokens with no escaping, bare
 scalars, ``{k:v}`` objects and ``[a,b]`` arrays without spaces. The official
-template renders keys sorted, which is the trained key order."""
+template renders keys sorted, which is the trained key order. The parser
+also reads keys wrapped in the string delimiter, at any depth (drift seen
+from Gemma 4; the grammar keeps writing bare keys)."""
 
 from __future__ import annotations
 
@@ -276,7 +278,17 @@ class _ValueReader:
 
     def key(self, place: _Place) -> str:
         """A key and its ``:``: the longest key declared here that the text
-        starts with, followed by ``:``, else a bare key up to the first ``:``."""
+        starts with, followed by ``:``, else a bare key up to the first ``:``.
+        A key wrapped in the string delimiter (drift seen from Gemma 4,
+        which the grammar never writes) is the text between the delimiters:
+        no bare key starts with ``<``, so that reading is the only one."""
+        if self.text.startswith(self.delimiter, self.position):
+            start = self.position + len(self.delimiter)
+            end = self.text.find(self.delimiter, start)
+            if end < 0 or not self.text.startswith(":", end + len(self.delimiter)):
+                raise self.fail("a key, its closing delimiter and ':'")
+            self.position = end + len(self.delimiter) + 1
+            return self.text[start:end]
         for key in place.colon_keys:
             if self.text.startswith(f"{key}:", self.position):
                 self.position += len(key) + 1

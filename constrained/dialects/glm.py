@@ -1,9 +1,15 @@
 """glm45 and glm47: ``<arg_key>``/``<arg_value>`` pairs, raw strings, JSON
-for the rest. GLM-4.7 writes the same bytes without the newlines."""
+for the rest. GLM-4.7 writes the same bytes without the newlines.
+
+No value (raw or JSON, at any depth) holds ``</arg_value>``: a value ends at
+the first one, in both layouts. The parser reads either layout (each
+newline optional, whitespace between the tags), and a raw value whose
+``</arg_value>`` is missing ends at the next ``<arg_key>`` (a guard, which
+no raw value may hold).
+"""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -12,9 +18,11 @@ from ..grammar.lark import literal, regex
 from ..grammar.values import JSON_SYNTAX, ValueEmitter, ValueSyntax
 from ..schema.tool import NormalizedTool
 from .base import Markers
-from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text
-from .segments import Malformed, Partial, Raw, Value, held_back
+from .raw_values import RawTextSyntax, RawValueDialect, RawValues, ends_pattern, held_back_all, raw_text, skip_space
+from .segments import Malformed, Partial, Raw, Value
 
+CLOSE = "</arg_value>"
+OPEN_KEY, CLOSE_KEY, OPEN_VALUE = "<arg_key>", "</arg_key>", "<arg_value>"
 
 _KEY_TEXT = r"[^<\n]+"
 """Tool names and argument keys in the call markup."""
@@ -32,6 +40,11 @@ class Glm45(RawValueDialect):
     chat_turn = "<|{role}|>\n{text}"
     reasoning_tokens = ("<think>", "</think>")
     newline = "\n"
+    any_guard = re.compile(re.escape(OPEN_KEY))
+
+    def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
+        """``<arg_key>``, of any key (a raw value never holds it)."""
+        return (OPEN_KEY,)
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         newline = f" {literal(self.newline)}" if self.newline else ""
@@ -59,11 +72,9 @@ class Glm45(RawValueDialect):
         return " | ".join(f"({body})" for body in bodies)
 
     def values_syntax(self, markers: Markers) -> ValueSyntax:
-        # Without the newline a JSON value ends at the first </arg_value>
-        # text too, so no string inside it may hold that text.
-        if self.newline or markers.is_token("</arg_value>"):
-            return self.value_syntax
-        return replace(self.value_syntax, excluded_text="</arg_value>")
+        # A value ends at the first </arg_value> (as a token or as text),
+        # so no string inside a JSON value may hold that text.
+        return replace(self.value_syntax, excluded_text=CLOSE)
 
     def name_problem(self, name: str) -> str | None:
         return None if _NAME.fullmatch(name) else "the name after <tool_call> may not be empty or hold '<' or a newline"
@@ -73,39 +84,33 @@ class Glm45(RawValueDialect):
             return "<arg_key>KEY</arg_key> needs a key without '<' or a newline"
         return self.text_problem(key, top_level)
 
-    def text_problem(self, text: str, top_level: bool) -> str | None:
-        # A raw value ends at its first </arg_value>; a JSON one where that is
-        # followed by the newline (glm45), which JSON text never holds unescaped.
-        close = "</arg_value>" if top_level else "</arg_value>" + self.newline
-        if close in (text if top_level else json.dumps(text, ensure_ascii=False)):
-            return f"a value ends at the first {close!r}"
-        return None
+    def closing_problem(self, text: str, top_level: bool) -> str | None:
+        return f"a value ends at the first {CLOSE!r}" if CLOSE in text else None
 
     def _values(self, markers: Markers, newline: str) -> RawValues:
-        if markers.is_token("</arg_value>"):
-            close = f"</arg_value>{newline}"
-            return RawValues(f"ARG_TEXT? {close}", close, None, None, python_literals=False)
+        # Raw text never holds the closing, nor spelled out before a closing
+        # token (the parser reads text), nor the guard <arg_key>.
+        excluded = "(?s:.*(</arg_value>|<arg_key>).*)"
+        if markers.is_token(CLOSE):
+            close = f"{markers(CLOSE)}{newline}"
+            return RawValues(f"ARG_TEXT? {close}", close, None, excluded, python_literals=False)
         return RawValues(
-            f"arg_text_closed{newline}",
-            f'"</arg_value>"{newline}',
-            "</arg_value>" + self.newline,
-            "(?s:.*</arg_value>.*)",
-            python_literals=False,
+            f"arg_text_closed{newline}", f'"{CLOSE}"{newline}', CLOSE + self.newline, excluded, python_literals=False
         )
 
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
         nl = re.escape(self.newline.encode())
-        special = markers.is_token("</arg_value>")
+        special = markers.is_token(CLOSE)
         return RawTextSyntax(
             call_open="<tool_call>",
             call_close="</tool_call>",
             opening=re.compile(
                 rb"(?:(?P<tool>[^<\n]+)|)" + nl + rb"<arg_key>(?P<key>[^<\n]+)</arg_key>" + nl + rb"<arg_value>"
             ),
-            close="</arg_value>",
+            close=CLOSE,
             close_is_token=special,
             close_at_start=True,
-            json_may_hold_close=not special and bool(self.newline),
+            json_may_hold_close=False,
         )
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
@@ -116,39 +121,57 @@ class Glm45(RawValueDialect):
         )
         return f"<tool_call>{tool.name}{nl}{pairs}</tool_call>"
 
-
     def walk(self, body: str, *, final: bool) -> Partial:
         """The name, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
-        pairs; a raw value runs to the first ``</arg_value>``."""
-        nl = self.newline
-        name_end = body.find(nl) if nl else body.find("<arg_key>")
-        if name_end < 0:
-            if not final:
-                return Partial()
-            name_end = len(body)
-        name, position = body[:name_end], name_end + len(nl)
-        pairs: list[tuple[str, Value]] = []
-        if not name or "<" in name or "\n" in name:
+        pairs in either layout (any whitespace between the tags, none
+        inside a name or key); a value runs to the first ``</arg_value>``
+        or, in a raw value, to a guard (one newline before it belongs to the
+        layout)."""
+        name_end = _NAME_END.search(body)
+        if name_end is None and not final:
+            return Partial()
+        name = body[: len(body) if name_end is None else name_end.start()].strip("\n")
+        if name not in self.tools:  # whitespace around a name no tool has belongs to the layout
+            name = name.strip()
+        if not _NAME.fullmatch(name):
             raise Malformed("expected the tool name right after <tool_call>")
-        key_close, value_close = f"</arg_key>{nl}<arg_value>", f"</arg_value>{nl}"
-        while position < len(body):
-            key_end = body.find(key_close, position)
-            if not body.startswith("<arg_key>", position) or key_end < 0:
-                if final or not ("<arg_key>".startswith(body[position:]) or body.startswith("<arg_key>", position)):
+        pairs: list[tuple[str, Value]] = []
+        position = len(body) if name_end is None else name_end.start()
+        while (position := skip_space(body, position)) < len(body):
+            rest = body[position:]
+            key_end = body.find(CLOSE_KEY, position)
+            if not rest.startswith(OPEN_KEY) or key_end < 0:
+                if final or not (OPEN_KEY.startswith(rest) or rest.startswith(OPEN_KEY)):
                     raise Malformed(f"expected '<arg_key>KEY</arg_key>' then '<arg_value>' at offset {position}", name)
                 return Partial(name, pairs)
-            key, value_start = body[position + len("<arg_key>") : key_end], key_end + len(key_close)
-            value_end = body.find(value_close, value_start)
-            if value_end < 0:
+            key = body[position + len(OPEN_KEY) : key_end]
+            start = skip_space(body, key_end + len(CLOSE_KEY))
+            if not body.startswith(OPEN_VALUE, start):
+                if final or not OPEN_VALUE.startswith(body[start:]):
+                    raise Malformed(f"expected '<arg_value>' after the key {key!r}", name)
+                return Partial(name, pairs)
+            start += len(OPEN_VALUE)
+            guards = self.guards_for(name, key)
+            match = self.cached(("ends", name, key), lambda: ends_pattern((CLOSE,), guards)).search(body, start)
+            if match is None:
                 if final:
                     raise Malformed(f"the value of {key!r} is not closed with '</arg_value>'", name)
-                return Partial(name, pairs, key, held_back(body[value_start:], value_close))
-            pairs.append((key, Raw(body[value_start:value_end])))
-            position = value_end + len(value_close)
+                markers = (CLOSE, *guards, *("\n" + g for g in guards))
+                return Partial(name, pairs, key, held_back_all(body[start:], markers))
+            if match.lastgroup == "close":
+                pairs.append((key, Raw(body[start : match.start()])))
+                position = match.end()
+            elif match.start() == start:
+                raise Malformed(f"the value of {key!r} is missing before the next key", name)
+            else:
+                pairs.append((key, Raw(body[start : match.start()].removesuffix("\n"))))
+                position = match.start()
         return Partial(name, pairs)
 
 
+
 _NAME = re.compile(_KEY_TEXT)
+_NAME_END = re.compile(r"<")
 
 
 class Glm47(Glm45):

@@ -1,7 +1,11 @@
 """hermes: ``{"name": ..., "arguments": {...}}`` inside ``<tool_call>`` tokens.
 
 The arguments are ordinary JSON (strings escaped), written as ``json.dumps``
-writes them, and constrained by the tool's frames.
+writes them, and constrained by the tool's frames. The parser also reads
+what models drift to where the reading is unambiguous: the object on the
+markers' line or with other whitespace around it, a last call cut off
+before ``</tool_call>`` whose object is complete, and arguments given as a
+JSON-encoded string.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from ..grammar.lark import literal
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Dialect, Markers
-from .segments import Malformed, Parsed, Partial, Value
+from .segments import Decoded, Malformed, Parsed, Partial, Value
 
 
 class Hermes(Dialect):
@@ -25,6 +29,7 @@ class Hermes(Dialect):
     end_tokens = ("<|im_end|>",)
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
+    reads_cut_off_call = True
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         name = json.dumps(tool.name, ensure_ascii=False)
@@ -36,22 +41,24 @@ class Hermes(Dialect):
         return f"<tool_call>\n{body}\n</tool_call>"
 
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
-        """``{"name": ..., "arguments": {...}}`` between newlines; a key
-        given twice anywhere in it is malformed (JSON readers disagree on it)."""
-        if not (body.startswith("\n") and body.endswith("\n")):
-            raise Malformed("expected the call's JSON on its own line between <tool_call> and </tool_call>")
-        try:
-            call = json.loads(body, object_pairs_hook=_unique_keys)
-        except ValueError as exc:
-            raise Malformed(f"the call is not valid JSON: {exc}") from None
-        name = call.get("name") if isinstance(call, dict) else None
+        """``{"name": ..., "arguments": {...}}`` with any JSON whitespace
+        around it (the template writes it on its own line; models also write
+        it on the markers' line); a key given twice anywhere in it, or
+        ``NaN``/``Infinity``, is malformed (JSON readers disagree on them).
+        Arguments given as a JSON-encoded string are read as the object it
+        decodes to (:class:`Decoded`), and are malformed when it decodes to
+        anything else."""
+        call = _object(body, "the call")
+        name = call.get("name")
         if not isinstance(name, str) or set(call) != {"name", "arguments"}:
             raise Malformed('expected exactly {"name": ..., "arguments": {...}}', name if isinstance(name, str) else None)
         arguments = call["arguments"]
+        if isinstance(arguments, str):
+            decoded = _object(arguments, "the arguments, a JSON-encoded string,", name)
+            return name, [(key, Decoded(value)) for key, value in decoded.items()]
         if not isinstance(arguments, dict):
             raise Malformed("the arguments are not a JSON object", name)
         return name, [(key, Parsed(value)) for key, value in arguments.items()]
-
 
     def partial_body(self, body: str) -> Partial:
         """The complete members of the arguments so far, as the grammar
@@ -60,7 +67,7 @@ class Hermes(Dialect):
         if head is None:
             return Partial()
         name = json.loads(head.group(1))
-        decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+        decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
         position = head.end()
         pairs: list[tuple[str, Value]] = []
         while True:
@@ -85,7 +92,7 @@ class Hermes(Dialect):
 
 
 _STRING = r'"(?:[^"\\]|\\.)*"'
-_HEAD = re.compile(r'\n\{"name": (' + _STRING + r'), "arguments": \{')
+_HEAD = re.compile(r'[ \t\n\r]*\{"name": (' + _STRING + r'), "arguments": \{')
 _KEY = re.compile(r"(" + _STRING + r"): ")
 # An escape cut short, or the first half of a surrogate pair.
 _UNFINISHED_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{0,3}|u[dD][89abAB][0-9a-fA-F]{2})?$")
@@ -103,6 +110,22 @@ def _open_string(raw: str) -> str | None:
         return json.loads(f'"{raw}"')
     except ValueError:
         return None
+
+
+def _object(text: str, what: str, name: str | None = None) -> dict[str, Any]:
+    """The JSON object ``text`` holds (raises :class:`Malformed` saying
+    ``what`` it should have been)."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise Malformed(f"{what} is not valid JSON: {exc}", name) from None
+    if not isinstance(value, dict):
+        raise Malformed(f"{what} is not a JSON object", name)
+    return value
+
+
+def _no_constant(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -5,21 +5,43 @@ String values are written raw (no quotes, no escapes) between
 constrained by its frame. The official template renders scalar history values
 with Python's ``str()``, so top-level booleans and nulls may also be written
 ``True``, ``False``, ``None``; the parser reads both spellings.
+
+Model drift the parser reads (the grammar writes only the template's form):
+a value whose ``</parameter>`` is missing, ended by a line that opens the
+next parameter (a guard, see :class:`RawValueDialect`); values on one
+line (``<parameter=city>Tokyo</parameter>``); missing or extra newlines
+between the tags; and a call whose ``<tool_call>`` is missing (a bare
+``<function=NAME>`` block in the text, which the grammar under ``auto``
+also reads as a call).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from ..grammar.lark import literal, literals, regex
+from ..grammar.regex import escape
 from ..grammar.values import JSON_SYNTAX, ValueEmitter
 from ..schema.tool import NormalizedTool
 from .base import Markers
-from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text
-from .segments import Malformed, Partial, Raw, Value, held_back
+from .raw_values import (
+    RawTextSyntax,
+    RawValueDialect,
+    RawValues,
+    declared_keys,
+    ends_pattern,
+    held_back_all,
+    raw_text,
+    skip_space,
+)
+from .segments import FENCED, CallSegment, Malformed, Partial, Raw, Segment, Value, fences_in
 
 CLOSE = "\n</parameter>\n"
+CLOSING = "</parameter>"
+OPEN_FUNCTION = "<function="
+END_FUNCTION = "</function>"
+OPEN_PARAMETER = "<parameter="
 
 
 _KEY_TEXT = r"[^>\n]+"
@@ -36,24 +58,46 @@ class Qwen3Coder(RawValueDialect):
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
     python_literals = True
+    value_lead = "\n"
+    value_trail = "\n"
+    any_guard = re.compile(r"\n(</parameter>)?(<parameter=[^>\n]+>|</function>)(?=\n)")
+    text_calls = ("text_bare_call", "any_call")
 
-    values = RawValues(
-        any_text="raw_value",
-        close=literal(CLOSE),
-        close_text=CLOSE,
-        excluded=r"(?s:(.*\n)?</parameter>(\n.*)?)",
-        python_literals=python_literals,
-    )
+    def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
+        """A line that is ``<parameter=KEY>`` of a declared KEY or
+        ``</function>``, alone or right after ``</parameter>``."""
+        keys = declared_keys(tool) if tool is not None else []
+        return tuple(
+            f"\n{closing}{tag}\n" for closing in ("", CLOSING) for tag in [*(f"<parameter={key}>" for key in keys), END_FUNCTION]
+        )
+
+    def raw_values(self, tool: NormalizedTool, emitter: ValueEmitter) -> RawValues:
+        """The raw-text rules of ``tool``'s values: lines of text, ended by a
+        line that is exactly ``</parameter>``; no line is a guard. Lines
+        excluded as literals keep every mask within llguidance's slicer
+        (a regex such as "a line that begins with" would not)."""
+        lines = [CLOSING, *(guard.strip("\n") for guard in self.value_guards(tool))]
+        line = emitter.rules.terminal("raw_line", f"/[^\\n]+/ & ~({' | '.join(map(literal, lines))})")
+        keys = "|".join(escape(key) for key in declared_keys(tool))
+        tags = f"(</parameter>)?(<parameter=({keys})>|</function>)" if keys else "(</parameter>)?</function>"
+        return RawValues(
+            any_text=emitter.rules.add("raw_value", f'({line}? "\\n")+ "</parameter>\\n"'),
+            close=literal(CLOSE),
+            close_text=CLOSE,
+            excluded=f"(?s:(.*\\n)?(</parameter>|{tags})(\\n.*)?)",
+            python_literals=self.python_literals,
+        )
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
+        values = self.raw_values(tool, emitter)
         bodies = []
         for frame in self.argument_objects(tool):
             members = emitter.members(
                 frame,
-                lambda key, value: f"{literals('<parameter=', key, '>' + chr(10))} {self.values.value(value, emitter, '/properties/' + key)}",
+                lambda key, value: f"{literals('<parameter=', key, '>' + chr(10))} {values.value(value, emitter, '/properties/' + key)}",
                 "",
                 emitter.additional_member(
-                    frame, "", regex(_KEY_TEXT), self.any_key, lambda v: self.values.value(v, emitter, "/additionalProperties")
+                    frame, "", regex(_KEY_TEXT), self.any_key, lambda v: values.value(v, emitter, "/additionalProperties")
                 ),
                 "",
             )
@@ -79,7 +123,7 @@ class Qwen3Coder(RawValueDialect):
             return "<parameter=KEY> needs a key without '>' or a newline"
         return None
 
-    def text_problem(self, text: str, top_level: bool) -> str | None:
+    def closing_problem(self, text: str, top_level: bool) -> str | None:
         if top_level and CLOSE in f"\n{text}\n":
             return "a raw value ends at its first line </parameter>"
         return None
@@ -95,33 +139,157 @@ class Qwen3Coder(RawValueDialect):
         lines += ["</function>", "</tool_call>"]
         return "\n".join(lines)
 
+    # -- reading -------------------------------------------------------------------
+
     def walk(self, body: str, *, final: bool) -> Partial:
         """The name and raw values of one call, from the text between the call
         tokens. A value runs to the first ``\\n</parameter>\\n``, exactly as
-        the grammar ends it."""
-        head = _FUNCTION.match(body)
-        if head is None:
-            if final:
-                raise Malformed("expected '\\n<function=NAME>\\n' after <tool_call>")
-            return Partial()
-        name, position = head.group(1), head.end()
+        the grammar ends it, or to a guard; whitespace between the tags is
+        read as the model left it."""
+        partial, end = self._call(body, 0, final=final)
+        if final and body[end:].strip():
+            raise Malformed("expected nothing but whitespace after '</function>'", partial.name)
+        return partial
+
+    def _call(self, text: str, position: int, *, final: bool) -> tuple[Partial, int]:
+        """``<function=NAME>``, its parameters and ``</function>`` from
+        ``position`` (after whitespace): what it holds, and where it ends."""
+        position = skip_space(text, position)
+        if not text.startswith(OPEN_FUNCTION, position):
+            if final or not OPEN_FUNCTION.startswith(text[position:]):
+                raise Malformed("expected '<function=NAME>' after <tool_call>")
+            return Partial(), position
+        name, position = _tag(text, position + len(OPEN_FUNCTION), final, "<function=NAME>")
+        if name is None:
+            return Partial(), position
         pairs: list[tuple[str, Value]] = []
-        while body[position:] != "</function>\n":
-            key = _PARAMETER.match(body, position)
-            if key is None:
-                if final:
+        while True:
+            position = skip_space(text, position)
+            if text.startswith(END_FUNCTION, position):
+                return Partial(name, pairs), position + len(END_FUNCTION)
+            rest = text[position:]
+            if not rest.startswith(OPEN_PARAMETER):
+                if final or not (OPEN_PARAMETER.startswith(rest) or END_FUNCTION.startswith(rest)):
                     raise Malformed(f"expected '<parameter=KEY>' or '</function>' at offset {position} of the call", name)
-                return Partial(name, pairs)
-            end = body.find(CLOSE, key.end())
-            if end < 0:
-                if final:
-                    raise Malformed(f"parameter {key.group(1)!r} is not closed with '</parameter>'", name)
-                return Partial(name, pairs, key.group(1), held_back(body[key.end() :], CLOSE))
-            pairs.append((key.group(1), Raw(body[key.end() : end])))
-            position = end + len(CLOSE)
-        return Partial(name, pairs)
+                return Partial(name, pairs), position
+            key, start = _tag(text, position + len(OPEN_PARAMETER), final, "<parameter=KEY>", name)
+            if key is None or start == len(text) and not final:
+                return Partial(name, pairs), position
+            value = self._value(text, start, name, key, final=final)
+            if isinstance(value, Partial):
+                return Partial(name, pairs, value.open_key, value.open_text), position
+            pairs.append((key, Raw(value[0])))
+            position = value[1]
+
+    def _value(self, text: str, start: int, name: str, key: str, *, final: bool) -> tuple[str, int] | Partial:
+        """The value after ``<parameter=KEY>`` at ``start`` and where the
+        markup goes on; a :class:`Partial` when it is not complete yet.
+
+        After the template's opening newline, the value ends at the first
+        ``\\n</parameter>\\n`` or guard line (``<parameter=K>`` or
+        ``</function>``, alone: a ``</parameter>`` that ends the value
+        before it is the value's closing; or right after ``</parameter>``),
+        the end of a complete call counting as a line end. Without that
+        newline (one line), at the first ``</parameter>``, ``<parameter=K>``
+        or ``</function>``. One newline on each side is the template's. Where
+        the call ends, the value must have had its closing."""
+        template = text.startswith("\n", start)
+        ends, markers = self._ends(name, key, template)
+        begin = start + template
+        match = ends.search(text + "\n" if final else text, start)
+        if match is None:
+            if final:
+                raise Malformed(f"parameter {key!r} is not closed with '</parameter>'", name)
+            held = held_back_all(text[start:], markers)
+            return Partial(name, [], key, held[template:])
+        end = match.start()
+        if match.lastgroup == "close":
+            return text[begin : max(begin, end)], min(match.end(), len(text))
+        tag = match.group("guard").strip("\n")
+        value = text[begin:end]
+        if tag.startswith(CLOSING):  # the newline after </parameter> left out
+            return value, end + template + len(CLOSING)
+        if end < begin or end == begin and not template:
+            raise Malformed(f"parameter {key!r} has no value before the next tag", name)
+        if tag == END_FUNCTION and not value.endswith(CLOSING):  # the call ends: only after the closing
+            raise Malformed(f"parameter {key!r} is not closed with '</parameter>'", name)
+        if template:  # a line opens the next tag; a closing right before it is the value's
+            return value.removesuffix(CLOSING), end + 1
+        return value.removesuffix("\n"), end
+
+    def _ends(self, name: str, key: str, template: bool) -> tuple["re.Pattern[str]", tuple[str, ...]]:
+        """The regex of a value's ends and the texts a value still being
+        written may end in the start of."""
+
+        def make() -> tuple["re.Pattern[str]", tuple[str, ...]]:
+            guards = self.guards_for(name, key)
+            if template:
+                return ends_pattern((CLOSE,), guards), (CLOSE, *guards, *(CLOSING + g for g in guards))
+            inline = tuple(dict.fromkeys(g.strip("\n") for g in guards if not g.startswith("\n" + CLOSING)))
+            closes = ("\n" + CLOSING, CLOSING)
+            return ends_pattern(closes, inline), (*closes, *inline, *("\n" + g for g in inline))
+
+        return self.cached(("ends", name, key, template), make)
+
+    # -- calls without <tool_call> ---------------------------------------------------
+
+    def scan(self, text: str) -> Iterator[Segment | CallSegment]:
+        """As :meth:`RawValueDialect.scan`, and a bare ``<function=NAME>``
+        block in the text (its ``<tool_call>`` missing) is a call too: up to
+        its ``</function>`` and a ``</tool_call>`` after it, if any."""
+        segments = list(super().scan(text))
+        spans = [span for segment in segments if segment.kind == "text" for span in self._bare(text, segment)]
+        if not spans:
+            yield from segments
+            return
+        # Blank the bare calls, so fences and markers inside them count for nothing.
+        blanked = list(text)
+        for span in spans:
+            blanked[span.start : span.end] = "x" * (span.end - span.start)
+        fenced = False
+        for segment in super().scan("".join(blanked)):
+            if segment.kind != "text":
+                yield segment
+                continue
+            position = segment.start
+            for span in (s for s in spans if segment.start <= s.start < segment.end):
+                if span.start > position:
+                    yield Segment("text", text[position : span.start], position, span.start)
+                fenced ^= fences_in(segment.text, position - segment.start, span.start - segment.start) % 2 == 1
+                yield span if not fenced else CallSegment(span.text, span.start, span.end, None, error=FENCED)
+                position = span.end
+            if position < segment.end:
+                yield Segment("text", text[position : segment.end], position, segment.end)
+            fenced ^= fences_in(segment.text, position - segment.start) % 2 == 1
+
+    def _bare(self, text: str, segment: Segment) -> Iterator[CallSegment]:
+        """The bare calls in a text segment (before fences are judged)."""
+        end, piece = segment.start, text[: segment.end]
+        while (start := piece.find(OPEN_FUNCTION, end)) >= 0:
+            try:
+                partial, end = self._call(piece, start, final=True)
+                error = None
+            except Malformed as exc:
+                partial, error = Partial(exc.name), exc.reason
+                found = piece.find(END_FUNCTION, start)
+                end = segment.end if found < 0 else found + len(END_FUNCTION)
+            after = skip_space(piece, end)
+            if piece.startswith(self.call_close, after):
+                end = after + len(self.call_close)
+            yield CallSegment(text[start:end], start, end, partial.name, tuple(partial.pairs), error)
+
+
+def _tag(text: str, position: int, final: bool, what: str, name: str | None = None) -> tuple[str | None, int]:
+    """The name in a tag that began before ``position`` and ends at ``>``,
+    and where the tag ends; ``None`` while an unfinished tag may still end."""
+    match = _TAG_REST.match(text, position)
+    if match is not None:
+        return match.group(1), match.end()
+    if not final and _TAG_START.fullmatch(text, position):
+        return None, position
+    raise Malformed(f"{what} is not closed with '>'", name)
 
 
 _NAME = re.compile(_KEY_TEXT)
-_FUNCTION = re.compile(r"\n<function=([^>\n]+)>\n")
-_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n")
+_TAG_REST = re.compile(r"([^>\n]+)>")
+_TAG_START = re.compile(r"[^>\n]*")

@@ -3,12 +3,13 @@ strings raw, every other value JSON, each followed by its closing marker."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from abc import abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Callable, ClassVar, Mapping
 
 from ..frames import (
     BooleanFrame,
@@ -25,8 +26,10 @@ from ..frames import (
 from ..grammar.lark import literal, regex
 from ..grammar.values import ValueEmitter
 from ..schema.tool import NormalizedTool
+from ..schema.types import json_types
+from ..schema.values import member_frames
 from .base import Dialect, Markers
-from .segments import Partial, Value
+from .segments import Partial, Value, held_back
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class RawValues:
         if isinstance(frame, StringFrame):
             if self.close_text is not None:
                 return emitter.closed_text(frame, path, self.excluded, self.close_text) or self.any_text
-            text = emitter.raw_text(frame, path)
+            text = emitter.raw_text(frame, path, self.excluded)
             return f"{text} {self.close}" if text else self.any_text
         if isinstance(frame, EnumFrame):
             texts = [literal(v) for v in frame.values if isinstance(v, str)]
@@ -149,7 +152,83 @@ class RawTextSyntax:
 
 class RawValueDialect(Dialect):
     """A dialect whose calls are read by one walk over the call's text:
-    complete (``final``) or as far as an unfinished call goes."""
+    complete (``final``) or as far as an unfinished call goes.
+
+    **Guards.** A model that leaves out a value's closing writes the next
+    argument's opening inside the value. So no raw value may hold a *guard*
+    (:meth:`value_guards`, the start of an argument's markup, as
+    ``value_lead + value + value_trail`` shows it), the grammar keeps them
+    out, and the walk reads one as the end of the value before it (a
+    lenient reading of text the grammar never writes)."""
+
+    value_lead: ClassVar[str] = ""
+    """Text the guards see before a value (qwen3_coder: the newline of its
+    opening, so a guard may be a line)."""
+    value_trail: ClassVar[str] = ""
+    """Text the guards see after a value (qwen3_coder: the newline its
+    closing begins with)."""
+    any_guard: ClassVar["re.Pattern[str]"] = re.compile("(?!)")
+    """The guards of any tool (in ``value_lead + text + value_trail``), for
+    a literal string judged without its tool."""
+    tools: Mapping[str, NormalizedTool] = {}
+
+    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "RawValueDialect":
+        bound = copy.copy(self)
+        bound.tools = tools
+        bound.__dict__["_cache"] = {}
+        return bound
+
+    def cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()``, kept per bound tool set (not kept without tools)."""
+        if not self.tools:
+            return make()
+        cache: dict[tuple[Any, ...], Any] = self.__dict__["_cache"]
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
+        """The guards of ``tool``'s raw values (of a tool not known: those
+        every tool has)."""
+        return ()
+
+    def closing_problem(self, text: str, top_level: bool) -> str | None:
+        """Why ``text`` (a whole raw value when ``top_level``, else a string
+        inside a JSON value) would end its value early, or ``None``."""
+        return None
+
+    def text_problem(self, text: str, top_level: bool) -> str | None:
+        """The closing, and for a raw value the guards of any tool (a literal
+        string is judged without its tool)."""
+        if (problem := self.closing_problem(text, top_level)) is not None:
+            return problem
+        held = self.any_guard.search(self.value_lead + text + self.value_trail) if top_level else None
+        return None if held is None else f"a raw value may not hold {held.group()!r}, the start of an argument"
+
+    def value_problem(self, tool: NormalizedTool, text: str) -> str | None:
+        """Why ``text`` cannot be a raw value of ``tool``: its closing or
+        one of the tool's guards."""
+        if (problem := self.closing_problem(text, True)) is not None:
+            return problem
+        whole = self.value_lead + text + self.value_trail
+        held = next((guard for guard in self.value_guards(tool) if guard in whole), None)
+        return None if held is None else f"a raw value may not hold {held!r}, the start of an argument"
+
+    def guards_for(self, name: str, key: str) -> tuple[str, ...]:
+        """The guards that end a value of ``key`` in a call of tool ``name``
+        (of the tools given to :meth:`for_tools`): every guard when no text
+        the grammar writes for the value can hold one (raw text, scalars),
+        else only those that begin with :attr:`value_lead` (JSON text is one
+        line)."""
+
+        def make() -> tuple[str, ...]:
+            tool = self.tools.get(name)
+            guards = self.value_guards(tool)
+            if tool is None or _guarded(tool, key, self):
+                return guards
+            return tuple(g for g in guards if self.value_lead and g.startswith(self.value_lead))
+
+        return self.cached(("guards", name, key), make)
 
     @abstractmethod
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
@@ -189,6 +268,46 @@ class RawValueDialect(Dialect):
 
     def partial_body(self, body: str) -> Partial:
         return self.walk(body, final=False)
+
+
+def declared_keys(tool: NormalizedTool) -> list[str]:
+    """The keys the tool's argument objects declare, in schema order."""
+    return list(dict.fromkeys(key for obj in Dialect.argument_objects(tool) for key, _ in obj.properties))
+
+
+def ends_pattern(closings: tuple[str, ...], guards: tuple[str, ...]) -> "re.Pattern[str]":
+    """One regex finding the first of ``closings`` (group ``close``) or
+    ``guards`` (group ``guard``)."""
+    close = "|".join(re.escape(c) for c in closings)
+    guard = "|".join(re.escape(g) for g in guards)
+    return re.compile(f"(?P<close>{close})" + (f"|(?P<guard>{guard})" if guards else ""))
+
+
+def skip_space(text: str, position: int) -> int:
+    """``position`` after any whitespace (between the tags of a call)."""
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def held_back_all(text: str, markers: tuple[str, ...]) -> str:
+    """``text`` without its longest tail that is a proper start of one of ``markers``."""
+    return text[: min((len(held_back(text, m)) for m in markers), default=len(text))]
+
+
+def _guarded(tool: NormalizedTool, key: str, dialect: "RawValueDialect") -> bool:
+    """Whether every text the grammar writes for ``key`` keeps the guards
+    out: raw text, or JSON without strings (scalars)."""
+    definitions = tool.schema.definitions
+    for obj in dialect.argument_objects(tool):
+        for frame in member_frames(obj, key) or ():
+            resolved = tool.schema.resolve(frame)
+            if not _any_string(resolved) and not json_types(resolved, definitions) <= _SCALARS:
+                return False
+    return True
+
+
+_SCALARS = frozenset({"string", "integer", "number", "boolean", "null"})
 
 
 def raw_text(value: Any) -> str:

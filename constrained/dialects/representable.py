@@ -5,7 +5,9 @@ tokenizer's special tokens (the grammar never lets a marker into text), an
 undeclared key the dialect's key syntax cannot spell (Gemma's bare keys, XML
 parameter names, JSON keys without escapes), text that would end its own
 value (a line ``</parameter>`` in qwen3_coder's raw text, ``</arg_value>``
-in glm's, and in any string or key of a glm47 value). A
+in any string or key of a glm value) or one of its tool's guards (raw text
+holding the start of an argument's markup, see
+:class:`~constrained.dialects.raw_values.RawValueDialect`). A
 conformance check must tell those apart from values the constraint wrongly
 rejects; :func:`unrepresentable` says why, or ``None``.
 """
@@ -22,6 +24,7 @@ from ..schema.values import frame_accepts, pattern_matches
 from ..tokenizers import Tokenizer
 from . import get_dialect
 from .base import Markers
+from .raw_values import RawValueDialect
 
 @dataclass(frozen=True)
 class Part:
@@ -84,6 +87,9 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
                 return f"undeclared key {part.text!r} has characters the key syntax ({pattern}) cannot hold"
             if not part.top and (problem := chosen.key_problem(part.text, top_level=False)) is not None:
                 return f"key {part.text[:40]!r}: {problem}"
+        elif part.top and isinstance(chosen, RawValueDialect):  # by its own tool's guards
+            if (problem := chosen.value_problem(tool, part.text)) is not None:
+                return f"raw text {part.text[:40]!r}: {problem}"
         elif (problem := chosen.text_problem(part.text, top_level=part.top)) is not None:
             return f"{'raw text' if part.top else 'string'} {part.text[:40]!r}: {problem}"
     return None

@@ -28,6 +28,13 @@ class Parsed:
     value: Any
 
 
+@dataclass(frozen=True)
+class Decoded(Parsed):
+    """A value of arguments the call wrote as a JSON-encoded string (hermes'
+    drift), decoded: typed like :class:`Parsed`, and a call that does not
+    validate says its arguments were decoded."""
+
+
 Value = Union[Raw, Parsed]
 
 
@@ -95,11 +102,14 @@ def scan(
     call_close: str,
     parse_body: BodyParser,
     reasoning: tuple[str, str] | None,
+    cut_off_call: bool = False,
 ) -> Iterator[Segment | CallSegment]:
     """Split ``text`` into reasoning (a leading block), plain text and calls
     between ``call_open`` and ``call_close``. A call marker inside a fenced
     code block of the plain text, or a call without its closing marker, is a
-    malformed call."""
+    malformed call; with ``cut_off_call``, a call without its closing marker
+    at the very end of the text is read when its body parses as it stands
+    (a complete JSON object: hermes)."""
     position = 0
     if reasoning is not None:
         opening, closing = reasoning
@@ -117,22 +127,30 @@ def scan(
             return
         if start > position:
             yield Segment("text", text[position:start], position, start)
-            fenced ^= len(_FENCE.findall(text, position, start)) % 2 == 1
+            fenced ^= fences_in(text, position, start) % 2 == 1
         close = text.find(call_close, start + len(call_open))
         end = len(text) if close < 0 else close + len(call_close)
         markup = text[start:end]
         if fenced:
-            yield CallSegment(markup, start, end, None, error="a call marker inside a fenced code block is text, not a call")
-        elif close < 0:
+            yield CallSegment(markup, start, end, None, error=FENCED)
+        elif close < 0 and not cut_off_call:
             yield CallSegment(markup, start, end, None, error=f"the call is not closed with {call_close!r}")
         else:
             try:
-                name, pairs = parse_body(text[start + len(call_open) : close])
+                name, pairs = parse_body(text[start + len(call_open) : close if close >= 0 else end])
             except Malformed as exc:
-                yield CallSegment(markup, start, end, exc.name, error=exc.reason)
+                cut_off = f"the call is not closed with {call_close!r}, and is incomplete without it: "
+                yield CallSegment(markup, start, end, exc.name, error=(cut_off if close < 0 else "") + exc.reason)
             else:
                 yield CallSegment(markup, start, end, name, tuple(pairs))
         position = end
 
 
+FENCED = "a call marker inside a fenced code block is text, not a call"
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
+
+
+def fences_in(text: str, start: int, end: int | None = None) -> int:
+    """How many code-fence lines (```) ``text[start:end]`` holds: a call
+    marker after an odd count is inside a fenced block."""
+    return len(_FENCE.findall(text, start, len(text) if end is None else end))

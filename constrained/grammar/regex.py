@@ -125,12 +125,13 @@ def without_text(text: str) -> str:
         raise ValueError(f"{text!r} must be non-empty and not repeat its first character")
     head = _class_escape(first)
     breaks = "|".join(
-        f"{_escape(rest[:k])}(?:[^{_class_escape(rest[k])}{head}][^{head}]*)?" for k in range(len(rest))
+        f"{escape(rest[:k])}(?:[^{_class_escape(rest[k])}{head}][^{head}]*)?" for k in range(len(rest))
     )
-    return f"^(?:[^{head}]*(?:{_escape(first)}(?:{breaks}))*)$"
+    return f"^(?:[^{head}]*(?:{escape(first)}(?:{breaks}))*)$"
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """``text`` as a regex that matches it literally (llguidance's syntax)."""
     return "".join("\\" + char if char in r"\.+*?()|[]{}^$" else char for char in text)
 
 

@@ -290,10 +290,11 @@ class ValueEmitter:
         delimiter = self.syntax.string_delimiter
         return f"{delimiter} {self.raw_text(frame, path) or 'GEMMA_TEXT?'} {delimiter}"
 
-    def raw_text(self, frame: StringFrame, path: str) -> str | None:
+    def raw_text(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
         """Lark for the unquoted text of a constrained string (``None`` when
-        ``frame`` has no constraint on its text)."""
-        content = self.string_content(frame, path)
+        ``frame`` has no constraint on its text); ``excluded`` as for
+        :meth:`string_content`."""
+        content = self.string_content(frame, path, excluded)
         if content is None:
             return None
         terminal = self.rules.terminal("text", content)

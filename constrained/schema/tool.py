@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
@@ -52,6 +52,7 @@ def normalize_tool(tool: Tool, *, strict: bool = True) -> NormalizedTool:
             f"tool {tool.name!r}: parameters must be an object schema, "
             f"but they resolve to {schema.resolve(schema.root).kind!r}"
         )
+    schema = replace(schema, warnings=tool.warnings + schema.warnings)  # the loader's (type names mapped) first
     return NormalizedTool(tool.name, tool.description, tool.parameters, schema, strict)
 
 
