@@ -38,7 +38,7 @@ import torch
 from constrained import ToolCallConstraint, compile_tools, load_tokenizer
 from constrained import compiler as compiler_module
 from constrained.dialects.base import openai_function
-from constrained.schema.tool import NormalizedTool, normalize_tools
+from constrained.frames.toolset import NormalizedTool, normalize_tools
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import CORPUS, bfcl_functions  # noqa: E402

@@ -3,7 +3,7 @@
     python bench/conformance.py [--stride N] [--dialects qwen3_coder,hermes] [--suites jsts,maskbench,roundtrip]
 
 Every instance goes through the whole pipeline in every dialect
-(:mod:`constrained.conformance`): rendered as the dialect writes it, checked
+(:mod:`constrained.qa.conformance`): rendered as the dialect writes it, checked
 by the compiled constraint, parsed back with the tools, compared type for
 type with the instance.
 
@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import jsonschema
 
-from constrained.conformance import Call, Outcome, Verdict, judge_calls, judge_schema, schema_tool
+from constrained.qa.conformance import Call, Outcome, Verdict, judge_calls, judge_schema, schema_tool
 from constrained.dialects import DIALECTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -359,7 +359,7 @@ def jsts_section(stride: int, dialects: Sequence[str]) -> Section:
         "is the parameters of one tool `f` (a schema that admits non-objects is wrapped as the single required "
         "parameter `value`, its `#` references rewritten to point into it), compiled with `strict=False` and "
         '`tool_choice="required"`; each instance is rendered in the dialect, checked by the constraint, parsed back '
-        "and compared type for type (`constrained.conformance`). Deviations and the causes of known misses are "
+        "and compared type for type (`constrained.qa.conformance`). Deviations and the causes of known misses are "
         "listed in `tests/corpus.py` (`JSTS_DEVIATIONS`, `JSTS_KNOWN_MISSES`)."
     )
     return Section(

@@ -10,7 +10,7 @@ is compiled in every dialect (with the dialect's default tokenizer) for
 required with ``parallel_tool_calls=False``: MCP sets in every mode with
 ``--mcp-runs`` walks per sampler, BFCL functions in one mode per dialect
 (rotating) with one walk per sampler. Both samplers of
-:mod:`constrained.fuzz` walk every compiled set; every ``--crosscheck``-th
+:mod:`constrained.qa.fuzz` walk every compiled set; every ``--crosscheck``-th
 mask is compared with a plain llguidance matcher and with the applied logits.
 
 A compile error the library raises on purpose (``ConstrainedError``) is an
@@ -38,7 +38,7 @@ from typing import Any
 from constrained import compile_tools, load_tokenizer
 from constrained.dialects import DIALECTS
 from constrained.errors import ConstrainedError
-from constrained.fuzz import SAMPLERS, FuzzRun, FuzzSummary, WalkOptions, walk
+from constrained.qa.fuzz import SAMPLERS, FuzzRun, FuzzSummary, WalkOptions, walk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import CORPUS, bfcl_functions  # noqa: E402

@@ -6,7 +6,7 @@ side in one run on the same prompts (``tests/data/generation_cases.json``,
     python bench/generation.py [--max-new-tokens 128] [--out bench/GENERATION.md]
 
 Modes, all greedy:
-- ``loop, unconstrained``: ``constrained.generate(constrain=False)``, the
+- ``loop, unconstrained``: ``constrained.runtime.generate(constrain=False)``, the
   same decoding loop without the mask (the baseline);
 - ``loop, constrained``: the mask, one sampled token per forward pass;
 - ``loop, constrained + fast-forward``: forced tokens appended without
@@ -42,10 +42,11 @@ import torch
 import transformers
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from constrained import ToolCallLogitsProcessor, compile_tools, generate, load_model, load_tools_file, parse_tool_calls
+from constrained import ToolCallLogitsProcessor, compile_tools, load_model, load_tools_file, parse_tool_calls
+from constrained.runtime import generate
 from constrained.dialects.base import openai_function
-from constrained.generate import build_prompt
-from constrained.schema.tool import normalize_tools
+from constrained.runtime.generate import build_prompt
+from constrained.frames.toolset import normalize_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))

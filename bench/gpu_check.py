@@ -24,7 +24,7 @@ import sys
 import torch
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
-from constrained.constraint import ToolCallConstraint
+from constrained.runtime.constraint import ToolCallConstraint
 
 WRITE_FILE = {
     "name": "write_file",

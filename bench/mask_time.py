@@ -45,7 +45,7 @@ import torch
 
 from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
 from constrained.dialects.base import openai_function
-from constrained.schema.tool import normalize_tools
+from constrained.frames.toolset import normalize_tools
 from constrained.tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

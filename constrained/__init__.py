@@ -5,7 +5,7 @@ emitters, the logits mask and the parser all work from that one reading.
 """
 
 from .compiler import CheckResult, CompiledTools, compile_tools
-from .constraint import ConstraintEvent, RowState, ToolCallConstraint
+from .runtime.constraint import ConstraintEvent, RowState, ToolCallConstraint
 from .dialects import DIALECTS
 from .errors import (
     CompileError,
@@ -18,18 +18,26 @@ from .errors import (
     UnknownDialectError,
     UnsatisfiableSchemaError,
 )
-from .frames import NormalizedSchema, SchemaWarning
-from .generate import GenerationResult, GenerationStats, generate
+from .frames.model import NormalizedSchema
+from .errors import SchemaWarning
+from .runtime.generate import GenerationResult, GenerationStats, generate
 from .hf import ToolCallLogitsProcessor, ToolCallStoppingCriteria
-from .models import LoadedModel, load_model
-from .parse import CallError, ParseResult, parse_tool_calls
-from .render import render_tool_calls
-from .repair import RepairResult, repair_arguments
+from .runtime.models import LoadedModel, load_model
+from .output.parse import CallError, ParseResult, parse_tool_calls
+from .output.render import render_tool_calls
+from .output.repair import RepairResult, repair_arguments
 from .schema.annotate import annotate_ref_types
-from .schema.normalize import normalize_schema
-from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set, normalize_tools
-from .schema.types import effective_type, json_types
-from .stream import ToolCallStreamParser
+from .frames.normalize import normalize_schema
+from .frames.toolset import (
+    LeftOutTool,
+    NormalizedTool,
+    ToolSet,
+    normalize_tool,
+    normalize_tool_set,
+    normalize_tools,
+)
+from .frames.types import effective_type, json_types
+from .output.stream import ToolCallStreamParser
 from .tokenizers import Tokenizer, TokenizerError, load_tokenizer
 from .tools import Tool, load_tool_entries, load_tools, load_tools_file
 

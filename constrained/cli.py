@@ -10,10 +10,10 @@ from typing import Any, Sequence
 from .compiler import compile_tools
 from .dialects import DIALECTS
 from .errors import CompileError, ConstrainedError, GenerationError
-from .fuzz import SAMPLERS, FuzzSummary, WalkOptions, fuzz
-from .parse import parse_tool_calls
-from .render import render_tool_calls
-from .schema.tool import normalize_tool_set
+from .qa.fuzz import SAMPLERS, FuzzSummary, WalkOptions, fuzz
+from .output.parse import parse_tool_calls
+from .output.render import render_tool_calls
+from .frames.toolset import normalize_tool_set
 from .tools import read_tools_file
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,8 +239,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .generate import generate
-    from .models import DEFAULT_MODEL, converted_default_model, load_model
+    from .runtime.generate import generate
+    from .runtime.models import DEFAULT_MODEL, converted_default_model, load_model
 
     if args.model == DEFAULT_MODEL and converted_default_model() is None:
         print("constrained: converting the default model once (about 40 s); it is cached after", file=sys.stderr)

@@ -19,14 +19,15 @@ from typing import Any, Sequence
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
 from .errors import CompileError
-from .frames import SchemaWarning, canonical_json
+from .errors import SchemaWarning
+from .frames.model import canonical_json
 from .grammar.lark import RuleSet
-from .grammar.values import KEY_ORDERS, ValueEmitter
+from .grammar.emitter import KEY_ORDERS, ValueEmitter
 from .schema.limits import too_deep
-from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set
+from .frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set
 from .tools import Tool
 from .tokenizers import Tokenizer, load_tokenizer
-from .writable import writable_tool_set
+from .dialects.writable import writable_tool_set
 
 TOOL_CHOICES = ("auto", "required", "none")
 BAD_TOOLS = ("leave_out", "raise")

@@ -1,6 +1,9 @@
-"""Exception classes. Every error names what was wrong, where, and why."""
+"""Exception classes, and the record of a warning. Every error names what
+was wrong, where, and why."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class ConstrainedError(Exception):
@@ -68,3 +71,19 @@ class GenerationError(ConstrainedError, RuntimeError):
     """Generation cannot run as asked: beam search (sequences reordered
     between steps), a model whose logits do not fit the tokenizer, a model
     that cannot be loaded or converted."""
+
+
+@dataclass(frozen=True)
+class SchemaWarning:
+    """A place where the normalizer relaxed the schema to a superset.
+
+    The parser's validation step still checks the full schema, so a relaxed
+    keyword is enforced after generation rather than during it.
+    """
+
+    path: str
+    keyword: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '/'}: {self.keyword}: {self.message}"

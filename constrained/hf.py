@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .constraint import OnViolation, ToolCallConstraint
+from .runtime.constraint import OnViolation, ToolCallConstraint
 from .errors import GenerationError
 
 if TYPE_CHECKING:

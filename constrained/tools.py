@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from .errors import ToolDefinitionError
-from .frames import SchemaWarning
+from .errors import SchemaWarning
 from .schema.keywords import child_schemas, walk_schemas
 from .schema.limits import check_nesting, too_deep
 from .schema.refs import pointer_token

@@ -10,8 +10,8 @@ from typing import Any
 
 import jsonschema
 
-from constrained.schema.tool import NormalizedTool, normalize_tool
-from constrained.schema.values import frame_accepts
+from constrained.frames.toolset import NormalizedTool, normalize_tool
+from constrained.frames.accepts import frame_accepts
 from constrained.tools import Tool, load_tools
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

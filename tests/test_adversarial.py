@@ -25,11 +25,17 @@ import pytest
 
 from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS
-from constrained.errors import CompileError, SchemaError, SchemaLimitError, ToolDefinitionError, UnsatisfiableSchemaError
-from constrained.parse import parse_tool_calls
-from constrained.render import render_tool_calls
+from constrained.errors import (
+    CompileError,
+    SchemaError,
+    SchemaLimitError,
+    ToolDefinitionError,
+    UnsatisfiableSchemaError,
+)
+from constrained.output.parse import parse_tool_calls
+from constrained.output.render import render_tool_calls
 from constrained.schema.limits import MAX_DEPTH, MAX_NESTING, MAX_PROPERTIES
-from constrained.schema.tool import normalize_tools
+from constrained.frames.toolset import normalize_tools
 from constrained.tokenizers import Tokenizer, load_tokenizer
 from constrained.tools import Tool
 

@@ -21,10 +21,10 @@ import pytest
 from corpus import mcp_tools
 
 from constrained.compiler import CompiledTools, compile_tools
-from constrained.conformance import Outcome, judge_call
+from constrained.qa.conformance import Outcome, judge_call
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.errors import CompileError, UnknownDialectError
-from constrained.parse import parse_tool_calls
+from constrained.output.parse import parse_tool_calls
 from constrained.tokenizers import Tokenizer, load_tokenizer
 
 TOKENIZER_OF = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
@@ -828,7 +828,7 @@ def test_a_multiple_of_too_fine_for_the_automaton_is_a_relaxation(kind, step, mu
 
 
 # Found by bench/conformance.py; each instance is rendered in the dialect,
-# checked, parsed back and compared (constrained.conformance).
+# checked, parsed back and compared (constrained.qa.conformance).
 GRAMMAR_CONFORMANCE_CASES = [
     # An integral number in an enum or const has two spellings (JSON Schema: -2 == -2.0).
     ({"x": {"const": -2.0}}, [({"x": -2}, Outcome.ACCEPTED), ({"x": -2.0}, Outcome.ACCEPTED), ({"x": 2}, Outcome.REJECTED)]),

@@ -1,4 +1,4 @@
-"""The conformance judgement (``constrained.conformance``): every verdict
+"""The conformance judgement (``constrained.qa.conformance``): every verdict
 kind on small tools, the wrapping of non-object schemas, and a slice of the
 corpus sweep that ``bench/conformance.py`` runs in full.
 
@@ -20,11 +20,19 @@ from typing import Any
 import jsonschema
 import pytest
 
-import constrained.conformance as conformance
+import constrained.qa.conformance as conformance
 from constrained.compiler import CompiledTools, compile_tools
-from constrained.conformance import Call, Outcome, judge_call, judge_calls, judge_schema, same_value, schema_tool
+from constrained.qa.conformance import (
+    Call,
+    Outcome,
+    judge_call,
+    judge_calls,
+    judge_schema,
+    same_value,
+    schema_tool,
+)
 from constrained.dialects import DIALECTS
-from constrained.parse import ParseResult
+from constrained.output.parse import ParseResult
 
 from corpus import (
     JSTS_KNOWN_MISSES,

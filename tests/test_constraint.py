@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
-from constrained.constraint import RowState, ToolCallConstraint
+from constrained.runtime.constraint import RowState, ToolCallConstraint
 from constrained.errors import ConstraintError
 from constrained.tokenizers import Tokenizer
 from sample_tools import WEATHER

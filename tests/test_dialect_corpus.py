@@ -38,8 +38,8 @@ from constrained.dialects.gemma import Gemma4, render_value
 from constrained.dialects.raw_values import raw_text
 from constrained.dialects.representable import unrepresentable
 from constrained.errors import ConstrainedError
-from constrained.parse import parse_tool_calls
-from constrained.frames import (
+from constrained.output.parse import parse_tool_calls
+from constrained.frames.model import (
     ArrayFrame,
     BooleanFrame,
     EnumFrame,
@@ -53,8 +53,8 @@ from constrained.frames import (
     StringFrame,
     UnionFrame,
 )
-from constrained.schema.tool import NormalizedTool, normalize_tool, normalize_tools
-from constrained.schema.values import frame_accepts
+from constrained.frames.toolset import NormalizedTool, normalize_tool, normalize_tools
+from constrained.frames.accepts import frame_accepts
 from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
 

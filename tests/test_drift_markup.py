@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from constrained import ToolCallStreamParser, compile_tools, load_tools, parse_tool_calls, render_tool_calls
-from constrained.schema.tool import normalize_tool, normalize_tool_set
+from constrained.frames.toolset import normalize_tool, normalize_tool_set
 
 GEMMAS = {"gemma4": '<|"|>', "functiongemma": "<escape>"}
 OPENS = {"gemma4": ("<|tool_call>", "<tool_call|>"), "functiongemma": ("<start_function_call>", "<end_function_call>")}

@@ -28,10 +28,10 @@ import pytest
 
 import constrained as cd
 from constrained import compile_tools, parse_tool_calls, render_tool_calls
-from constrained.constraint import RowState
+from constrained.runtime.constraint import RowState
 from constrained.dialects.representable import unrepresentable
-from constrained.schema.tool import normalize_tool
-from constrained.stream import ToolCallStreamParser
+from constrained.frames.toolset import normalize_tool
+from constrained.output.stream import ToolCallStreamParser
 from constrained.tools import load_tools
 
 from test_text_masks import Pair, compiled_for, rendered_tokens

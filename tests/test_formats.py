@@ -7,7 +7,7 @@ import re
 import pytest
 
 from constrained.compiler import compile_tools
-from constrained.frames import SUPPORTED_FORMATS
+from constrained.frames.model import SUPPORTED_FORMATS
 from constrained.schema.formats import CHECKED_AFTER_GENERATION, FORMAT_PATTERNS, format_matches
 from constrained.schema.validation import validator_for
 

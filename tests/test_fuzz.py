@@ -1,4 +1,4 @@
-"""Random-walk fuzzing (``constrained.fuzz``, issue 7).
+"""Random-walk fuzzing (``constrained.qa.fuzz``, issue 7).
 
 A seeded slice of the sweep ``bench/fuzz.py`` runs: MCP and BFCL tools in
 every dialect and tool_choice mode, both samplers, every other mask
@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from constrained import compile_tools, render_tool_calls
-from constrained.constraint import ToolCallConstraint
+from constrained.runtime.constraint import ToolCallConstraint
 from constrained.dialects import DIALECTS
-from constrained.frames import SUPPORTED_FORMATS
-from constrained.fuzz import (
+from constrained.frames.model import SUPPORTED_FORMATS
+from constrained.qa.fuzz import (
     FuzzSummary,
     Outcome,
     UniformSampler,
@@ -34,7 +34,7 @@ from constrained.fuzz import (
     output_problems,
     walk,
 )
-from constrained.parse import parse_tool_calls
+from constrained.output.parse import parse_tool_calls
 
 from corpus import CORPUS, bfcl_functions
 from sample_tools import WEATHER

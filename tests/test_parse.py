@@ -7,8 +7,8 @@ import json
 import pytest
 
 from constrained.dialects import DIALECTS
-from constrained.parse import parse_tool_calls
-from constrained.render import render_tool_calls
+from constrained.output.parse import parse_tool_calls
+from constrained.output.render import render_tool_calls
 
 WRITE_FILE = {
     "name": "write_file",
@@ -200,7 +200,7 @@ def test_relaxed_keywords_are_validated_after_parsing():
 
 
 def test_an_oversized_call_is_rejected(monkeypatch):
-    import constrained.parse as parse
+    import constrained.output.parse as parse
 
     monkeypatch.setattr(parse, "MAX_CALL_BYTES", 50)
     result = parse_tool_calls(GOOD, [WRITE_FILE], "qwen3_coder")

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from constrained.dialects import DIALECTS
-from constrained.parse import parse_tool_calls
-from constrained.render import render_tool_calls
-from constrained.stream import ToolCallStreamParser
+from constrained.output.parse import parse_tool_calls
+from constrained.output.render import render_tool_calls
+from constrained.output.stream import ToolCallStreamParser
 
 from corpus import mcp_tools
 from sample_tools import reads_cut_off_call

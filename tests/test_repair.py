@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from constrained.errors import SchemaError, UnsatisfiableSchemaError
-from constrained.repair import RepairResult, repair_arguments
+from constrained.output.repair import RepairResult, repair_arguments
 from corpus import CORPUS
 
 FILTER = {

@@ -3,7 +3,7 @@
 A *name* in ``properties``, ``$defs``/``definitions`` or ``patternProperties``
 that looks like a keyword (``id``, ``$id``, ``$ref``, ``$schema``,
 ``properties``, ``type``, ``enum``) is a name, and the map holding it is no
-schema: the wrapping of non-object schemas (``constrained.conformance``),
+schema: the wrapping of non-object schemas (``constrained.qa.conformance``),
 ``$ref`` resolution (``constrained.schema.refs``), the ``type`` annotation
 (``constrained.schema.annotate``), the BFCL type mapping
 (``constrained.tools``) and ``walk_schemas`` itself. Each case is checked in
@@ -23,7 +23,7 @@ import pytest
 from referencing.jsonschema import DRAFT4, DRAFT7, DRAFT202012
 
 from constrained import annotate_ref_types, compile_tools
-from constrained.conformance import Outcome, judge_schema, schema_tool
+from constrained.qa.conformance import Outcome, judge_schema, schema_tool
 from constrained.errors import ConstrainedError, SchemaError
 from constrained.schema.keywords import walk_schemas
 from constrained.schema.refs import enter, pointer_token, resolver_for, schema_id

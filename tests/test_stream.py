@@ -8,9 +8,9 @@ import random
 import pytest
 
 from constrained.dialects import DIALECTS
-from constrained.parse import parse_tool_calls
-from constrained.render import render_tool_calls
-from constrained.stream import ToolCallStreamParser
+from constrained.output.parse import parse_tool_calls
+from constrained.output.render import render_tool_calls
+from constrained.output.stream import ToolCallStreamParser
 
 WRITE_FILE = {
     "name": "write_file",

@@ -1,4 +1,4 @@
-"""Precomputed raw-text masks (``constrained.text_masks``) against llguidance.
+"""Precomputed raw-text masks (``constrained.runtime.text_masks``) against llguidance.
 
 The constraint fills a row from a precomputed mask inside any-text values of
 qwen3_coder and glm; every such row must equal the mask llguidance computes
@@ -19,13 +19,13 @@ import pytest
 import torch
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
-from constrained.constraint import RowState, ToolCallConstraint
+from constrained.runtime.constraint import RowState, ToolCallConstraint
 from constrained.dialects import get_dialect
 from constrained.dialects.base import Markers
 from constrained.dialects.raw_values import ValueKind
 from constrained.errors import CompileError
-from constrained.schema.tool import normalize_tool
-from constrained.text_masks import _utf8_prefix, kmp_transitions, text_frame_masks
+from constrained.frames.toolset import normalize_tool
+from constrained.runtime.text_masks import _utf8_prefix, kmp_transitions, text_frame_masks
 from constrained.tools import load_tools
 
 from corpus import bfcl_entries

@@ -17,13 +17,19 @@ from typing import Annotated, Literal, Union
 import pytest
 from pydantic import BaseModel, Field
 
-from constrained import ToolCallStreamParser, compile_tools, normalize_tools, parse_tool_calls, render_tool_calls
+from constrained import (
+    ToolCallStreamParser,
+    compile_tools,
+    normalize_tools,
+    parse_tool_calls,
+    render_tool_calls,
+)
 from constrained.compiler import CompiledTools
 from constrained.dialects import DIALECTS
 from constrained.errors import CompileError, SchemaError, ToolDefinitionError, UnsatisfiableSchemaError
-from constrained.frames import ObjectFrame, UnionFrame
-from constrained.fuzz import FuzzSummary, WalkOptions, fuzz
-from constrained.schema.tool import normalize_tool_set
+from constrained.frames.model import ObjectFrame, UnionFrame
+from constrained.qa.fuzz import FuzzSummary, WalkOptions, fuzz
+from constrained.frames.toolset import normalize_tool_set
 
 ALL_DIALECTS = sorted(DIALECTS)
 

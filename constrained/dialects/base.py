@@ -12,15 +12,18 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from importlib import resources
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
-from ..frames import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
-from ..grammar.values import ValueEmitter, ValueSyntax
-from ..schema.tool import NormalizedTool
-from ..schema.values import frame_accepts, member_frames
+from ..grammar.emitter import ValueEmitter, ValueSyntax
+from ..frames.toolset import NormalizedTool
+from ..frames.accepts import frame_accepts, member_frames
 from ..tokenizers import Tokenizer
 from .segments import CallSegment, Partial, Segment, Value, scan
+
+if TYPE_CHECKING:
+    from .raw_values import RawTextSyntax
 
 
 class Markers:
@@ -149,6 +152,11 @@ class Dialect(ABC):
         unless its syntax needs the schema to read a call (Gemma's declared
         keys holding ``:``)."""
         return self
+
+    def raw_text_syntax(self, markers: Markers) -> "RawTextSyntax | None":
+        """How this dialect's raw-text values open and close (for the
+        precomputed raw-text masks), or ``None``: values are not raw text."""
+        return None
 
     def reasoning_block(self) -> tuple[str, str] | None:
         """The text that opens and closes a reasoning block, or ``None``."""

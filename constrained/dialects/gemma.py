@@ -15,11 +15,11 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from ..frames import ArrayFrame, EnumFrame, Frame, ObjectFrame, UnionFrame, resolve_frame
+from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, UnionFrame, resolve_frame
 from ..grammar.lark import literal
-from ..grammar.values import ValueEmitter, ValueSyntax, gemma_syntax
-from ..schema.tool import NormalizedTool
-from ..schema.values import member_frames
+from ..grammar.emitter import ValueEmitter, ValueSyntax, gemma_syntax
+from ..frames.toolset import NormalizedTool
+from ..frames.accepts import member_frames
 from .base import Dialect, Markers, openai_function
 from .segments import Malformed, Parsed, Partial, Value, held_back
 
@@ -63,7 +63,7 @@ class Gemma4(Dialect):
         would also read as the one key ``a:1,b``), and ``<`` starts the string
         delimiter and every marker. A key the model invents in an open object
         is read up to its first ``:`` and keeps to
-        :attr:`~constrained.grammar.values.ValueSyntax.key_pattern`: its
+        :attr:`~constrained.grammar.emitter.ValueSyntax.key_pattern`: its
         ``:`` stays ambiguous, as it is in any untyped value."""
         if not key or any(c in key for c in _UNWRITABLE):
             return f"a bare key may not be empty or hold any of {_UNWRITABLE}"

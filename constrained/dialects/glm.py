@@ -15,10 +15,18 @@ from dataclasses import replace
 from typing import Any
 
 from ..grammar.lark import literal, regex
-from ..grammar.values import JSON_SYNTAX, ValueEmitter, ValueSyntax
-from ..schema.tool import NormalizedTool
+from ..grammar.emitter import JSON_SYNTAX, ValueEmitter, ValueSyntax
+from ..frames.toolset import NormalizedTool
 from .base import Markers
-from .raw_values import RawTextSyntax, RawValueDialect, RawValues, ends_pattern, held_back_all, raw_text, skip_space
+from .raw_values import (
+    RawTextSyntax,
+    RawValueDialect,
+    RawValues,
+    ends_pattern,
+    held_back_all,
+    raw_text,
+    skip_space,
+)
 from .segments import Malformed, Partial, Raw, Value
 
 CLOSE = "</arg_value>"

@@ -15,8 +15,8 @@ import re
 from typing import Any
 
 from ..grammar.lark import literal
-from ..grammar.values import JSON_SYNTAX, ValueEmitter
-from ..schema.tool import NormalizedTool
+from ..grammar.emitter import JSON_SYNTAX, ValueEmitter
+from ..frames.toolset import NormalizedTool
 from .base import Dialect, Markers
 from .segments import Decoded, Malformed, Parsed, Partial, Value
 

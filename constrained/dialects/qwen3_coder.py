@@ -22,8 +22,8 @@ from typing import Any, Iterator
 
 from ..grammar.lark import literal, literals, regex
 from ..grammar.regex import escape
-from ..grammar.values import JSON_SYNTAX, ValueEmitter
-from ..schema.tool import NormalizedTool
+from ..grammar.emitter import JSON_SYNTAX, ValueEmitter
+from ..frames.toolset import NormalizedTool
 from .base import Markers
 from .raw_values import (
     RawTextSyntax,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, ClassVar, Mapping
 
-from ..frames import (
+from ..frames.model import (
     BooleanFrame,
     EnumFrame,
     Frame,
@@ -24,10 +24,10 @@ from ..frames import (
     UnionFrame,
 )
 from ..grammar.lark import literal, regex
-from ..grammar.values import ValueEmitter
-from ..schema.tool import NormalizedTool
-from ..schema.types import json_types
-from ..schema.values import member_frames
+from ..grammar.emitter import ValueEmitter
+from ..frames.toolset import NormalizedTool
+from ..frames.types import json_types
+from ..frames.accepts import member_frames
 from .base import Dialect, Markers
 from .segments import Partial, Value, held_back
 
@@ -116,7 +116,7 @@ def _scalar_regex(frame: Frame, python_literals: bool) -> str | None:
 
 
 class ValueKind(Enum):
-    """How the constraint can follow one top-level value (:mod:`constrained.text_masks`)."""
+    """How the constraint can follow one top-level value (:mod:`constrained.runtime.text_masks`)."""
 
     ANY_TEXT = "any text"
     """Raw text of any content: its masks are precomputed rows."""

@@ -18,9 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..frames import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
-from ..schema.tool import NormalizedTool
-from ..schema.values import frame_accepts, pattern_matches
+from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..frames.toolset import NormalizedTool
+from ..frames.accepts import frame_accepts
+from ..schema.json_values import pattern_matches
 from ..tokenizers import Tokenizer
 from . import get_dialect
 from .base import Markers

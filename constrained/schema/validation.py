@@ -29,7 +29,7 @@ from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from .formats import FORMAT_CHECKS
-from .values import exact, pattern_matches
+from .json_values import exact, pattern_matches
 
 Keyword = Callable[[Any, Any, Any, Any], Iterator[ValidationError]]
 

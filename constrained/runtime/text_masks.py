@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .dialects import get_dialect
-from .dialects.base import Markers
-from .dialects.raw_values import RawTextSyntax, RawValueDialect, ValueKind
+from ..dialects import get_dialect
+from ..dialects.base import Markers
+from ..dialects.raw_values import RawTextSyntax, RawValueDialect, ValueKind
 
 if TYPE_CHECKING:
     import torch
 
-    from .compiler import CompiledTools
-    from .tokenizers import Tokenizer
+    from ..compiler import CompiledTools
+    from ..tokenizers import Tokenizer
 
 
 @dataclass
@@ -493,10 +493,10 @@ def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] 
     """One tracker per sequence for ``compiled``, or ``None`` when its
     dialect has no raw-text values."""
     dialect = get_dialect(compiled.dialect)
-    if not isinstance(dialect, RawValueDialect) or not compiled.tools:
-        return None
     tok = compiled.tokenizer
     syntax = dialect.raw_text_syntax(Markers(tok))
+    if syntax is None or not isinstance(dialect, RawValueDialect) or not compiled.tools:
+        return None
     masks = text_frame_masks(tok, syntax.close, tok.token_id(syntax.close) if syntax.close_is_token else None)
     tools = {tool.name: tool for tool in compiled.tools}
     kinds: dict[tuple[str, str], ValueKind] = {}

@@ -1,8 +1,8 @@
-"""A complete constrained decoding loop: ``constrained.generate``.
+"""A complete constrained decoding loop: ``constrained.runtime.generate``.
 
 It is the custom-loop API put to work: encode the prompts (left-padded into
 one batch), run the model with a KV cache, mask each step's logits with a
-:class:`~constrained.constraint.ToolCallConstraint`, sample, feed the tokens
+:class:`~constrained.runtime.constraint.ToolCallConstraint`, sample, feed the tokens
 back, and parse the text into tool calls. With ``fast_forward`` the tokens
 the grammar forces (markers, key names, the rest of a tool name) are appended
 without sampling and fed to the model in the same forward pass as the
@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
-from .compiler import CompiledTools, compile_tools
+from ..compiler import CompiledTools, compile_tools
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint
-from .dialects import get_dialect
-from .dialects.base import openai_function
-from .errors import GenerationError
-from .parse import CallError, parse_tool_calls
-from .tokenizers import Tokenizer, load_tokenizer
+from ..dialects import get_dialect
+from ..dialects.base import openai_function
+from ..errors import GenerationError
+from ..output.parse import CallError, parse_tool_calls
+from ..tokenizers import Tokenizer, load_tokenizer
 
 if TYPE_CHECKING:
     import torch

@@ -17,16 +17,16 @@ from typing import Any, Iterable, Mapping
 
 import jsonschema
 
-from .compiler import CompiledTools
-from .dialects import get_dialect
-from .dialects.base import Dialect
-from .dialects.segments import CallSegment, Decoded, Parsed, Raw, Segment
-from .frames import Frame, FreeFrame, ObjectFrame
-from .schema.tool import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
-from .schema.types import json_types
-from .schema.validation import validator_for
-from .schema.values import frame_accepts, member_frames
-from .writable import writable_tool_set
+from ..compiler import CompiledTools
+from ..dialects import get_dialect
+from ..dialects.base import Dialect
+from ..dialects.segments import CallSegment, Decoded, Parsed, Raw, Segment
+from ..frames.model import Frame, FreeFrame, ObjectFrame
+from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
+from ..frames.types import json_types
+from ..schema.validation import validator_for
+from ..frames.accepts import frame_accepts, member_frames
+from ..dialects.writable import writable_tool_set
 
 # Calls longer than this (in bytes of markup) are rejected, not parsed.
 MAX_CALL_BYTES = 4 * 1024 * 1024

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from .errors import ConstraintError
+from ..errors import ConstraintError
 from .text_masks import frame_trackers
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
-    from .compiler import CompiledTools
+    from ..compiler import CompiledTools
 
 logger = logging.getLogger(__name__)
 
@@ -291,7 +291,7 @@ class ToolCallConstraint:
     def allowed_words(self, row: int) -> "np.ndarray":
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left
         it (``uint32`` words; token ``t`` is bit ``t % 32`` of word ``t // 32``):
-        for a sampler that reads the mask without logits (``constrained.fuzz``).
+        for a sampler that reads the mask without logits (``constrained.qa.fuzz``).
         A view, overwritten by the next :meth:`fill_masks`."""
         words: np.ndarray = self._require_buffers().host_words[row]
         return words

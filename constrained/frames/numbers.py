@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ..frames import IntegerFrame, NumberFrame
+from .model import IntegerFrame, NumberFrame
 
 Bound = tuple[Fraction, bool]
 """A bound and whether it is exclusive."""

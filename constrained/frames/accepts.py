@@ -1,18 +1,12 @@
-"""JSON values as JSON Schema sees them: their types, equality, and whether a
-frame accepts one.
-
-The normalizer needs these to intersect ``enum`` lists and to drop enum values
-that other keywords exclude; tests use :func:`frame_accepts` to compare frames
-with ``jsonschema``.
-"""
+"""Whether a frame accepts a JSON value, and which frames a member of an
+object must satisfy: the frames' own semantics, which the grammar, the
+parser and the tests (comparing frames with ``jsonschema``) rely on."""
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-from typing import Any, Hashable, Iterable, Mapping
+from typing import Any, Mapping
 
-from ..frames import (
+from .model import (
     ArrayFrame,
     BooleanFrame,
     EnumFrame,
@@ -26,83 +20,8 @@ from ..frames import (
     StringFrame,
     UnionFrame,
 )
-from .formats import format_matches
-from .patterns import python_pattern
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a Python value; integral floats are ``integer``
-    (JSON Schema counts ``1.0`` as an integer)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    raise TypeError(f"not a JSON value: {value!r}")
-
-
-def json_key(value: Any) -> Hashable:
-    """A hashable key under which two values are equal exactly when JSON
-    Schema's ``enum``/``const`` equality says so (``1 == 1.0``, ``1 != true``)."""
-    if value is None:
-        return ("null",)
-    if isinstance(value, bool):
-        return ("boolean", value)
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
-            return ("number", repr(value))
-        return ("number", exact(value))
-    if isinstance(value, str):
-        return ("string", value)
-    if isinstance(value, list):
-        return ("array", tuple(json_key(v) for v in value))
-    if isinstance(value, dict):
-        return ("object", tuple(sorted((k, json_key(v)) for k, v in value.items())))
-    raise TypeError(f"not a JSON value: {value!r}")
-
-
-def dedupe_values(values: Iterable[Any]) -> list[Any]:
-    """``values`` without repeats under JSON Schema equality, first kept."""
-    seen: set[Hashable] = set()
-    out = []
-    for value in values:
-        key = json_key(value)
-        if key not in seen:
-            seen.add(key)
-            out.append(value)
-    return out
-
-
-def intersect_values(left: list[Any], right: list[Any]) -> list[Any]:
-    """The values of ``left`` also in ``right`` (an ``enum`` intersection)."""
-    keys = {json_key(v) for v in right}
-    return dedupe_values(v for v in left if json_key(v) in keys)
-
-
-def exact(number: int | float) -> Fraction:
-    """A number as an exact fraction, reading floats by their shortest decimal
-    form (``0.1`` is 1/10), as a schema author means them."""
-    if isinstance(number, float):
-        return Fraction(repr(number))
-    return Fraction(number)
-
-
-def pattern_matches(pattern: str, text: str) -> bool:
-    """ECMA 262 ``pattern`` semantics approximated in Python (unanchored
-    search, :func:`~constrained.schema.patterns.python_pattern`). A pattern
-    no Python engine reads is treated as matching: the check errs towards
-    accepting."""
-    compiled = python_pattern(pattern)
-    return compiled is None or compiled.search(text) is not None
+from ..schema.formats import format_matches
+from ..schema.json_values import exact, json_key, json_type, pattern_matches
 
 
 def frame_accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {}) -> bool:

@@ -20,12 +20,13 @@ import referencing.exceptions
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from .errors import SchemaError
-from .frames import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
-from .schema.normalize import normalize_schema
-from .schema.validation import OFFLINE_REGISTRY
-from .schema.types import effective_type, json_types
-from .schema.values import json_type, member_frames
+from ..errors import SchemaError
+from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..frames.normalize import normalize_schema
+from ..schema.validation import OFFLINE_REGISTRY
+from ..frames.types import effective_type, json_types
+from ..schema.json_values import json_type
+from ..frames.accepts import member_frames
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..frames import (
+from .model import (
     EnumFrame,
     Frame,
     FreeFrame,
@@ -15,7 +15,8 @@ from ..frames import (
     UnionFrame,
     resolve_frame,
 )
-from .values import dedupe_values, frame_accepts
+from ..schema.json_values import dedupe_values
+from .accepts import frame_accepts
 
 
 def union_of(frames: Iterable[Frame]) -> Frame:

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
-from ..frames import Frame, NormalizedSchema, ObjectFrame, SchemaWarning, UnionFrame
+from .model import Frame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..errors import SchemaWarning
 from ..tools import Tool, load_tool_entries
-from .limits import too_deep
+from ..schema.limits import too_deep
 from .normalize import normalize_schema
 
 
@@ -101,7 +102,7 @@ class LeftOutTool:
 class ToolSet:
     """The tools of a set that can be used, and those left out with why:
     one tool that cannot be read (or written, see
-    :func:`constrained.writable.writable_tool_set`) never takes the others down."""
+    :func:`constrained.dialects.writable.writable_tool_set`) never takes the others down."""
 
     tools: tuple[NormalizedTool, ...]
     left_out: tuple[LeftOutTool, ...] = ()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from referencing.jsonschema import DRAFT3, DRAFT4, DRAFT201909, DRAFT202012
 
 from ..errors import SchemaError, SchemaLimitError, UnsatisfiableSchemaError
-from ..frames import (
+from .model import (
     SUPPORTED_FORMATS,
     canonical_json,
     ArrayFrame,
@@ -38,33 +38,20 @@ from ..frames import (
     NumberFrame,
     ObjectFrame,
     RefFrame,
-    SchemaWarning,
     StringFrame,
 )
-from .formats import CHECKED_AFTER_GENERATION
-from .limits import MAX_DEPTH, MAX_EXPANSION, MAX_PROPERTIES, check_nesting
-from .patterns import pattern_problem, python_pattern
-from .refs import Unresolvable, enter, pointer_token, resolver_for, specification_of
+from ..errors import SchemaWarning
+from ..schema.formats import CHECKED_AFTER_GENERATION
+from ..schema.limits import MAX_DEPTH, MAX_EXPANSION, MAX_PROPERTIES, check_nesting
+from ..schema.patterns import pattern_problem, python_pattern
+from ..schema.refs import Unresolvable, enter, pointer_token, resolver_for, specification_of
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
-from .numbers import (
-    Bound,
-    integer_frame,
-    lcm,
-    number_frame,
-    tighter_lower,
-    tighter_upper,
-)
+from .numbers import Bound, integer_frame, lcm, number_frame, tighter_lower, tighter_upper
 from .unions import frames_disjoint, union_of
-from .values import (
-    dedupe_values,
-    exact,
-    frame_accepts,
-    intersect_values,
-    json_type,
-    pattern_matches,
-)
+from ..schema.json_values import dedupe_values, exact, intersect_values, json_type, pattern_matches
+from .accepts import frame_accepts
 
 TYPE_NAMES = ("object", "array", "string", "integer", "number", "boolean", "null")
 

@@ -1,6 +1,6 @@
 """Random-walk fuzzing of a compiled constraint (issue 7).
 
-A walk drives :class:`~constrained.constraint.ToolCallConstraint` as a
+A walk drives :class:`~constrained.runtime.constraint.ToolCallConstraint` as a
 decoding loop does (fill the host bitmask, pick a token it allows, consume
 it), so the precomputed raw-text rows and the cheap consume path are
 exercised, not only llguidance. It ends when the grammar finishes, when the
@@ -30,15 +30,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .compiler import TOOL_CHOICES, CompiledTools
-from .constraint import RowState, ToolCallConstraint
-from .dialects import get_dialect
-from .dialects.base import Markers
-from .dialects.raw_values import RawValueDialect
-from .parse import ParseResult, parse_tool_calls
+from ..compiler import TOOL_CHOICES, CompiledTools
+from ..runtime.constraint import RowState, ToolCallConstraint
+from ..dialects import get_dialect
+from ..dialects.base import Markers
+from ..output.parse import ParseResult, parse_tool_calls
 
 if TYPE_CHECKING:
-    from .tokenizers import Tokenizer
+    from ..tokenizers import Tokenizer
 
 SAMPLERS = ("uniform", "steered")
 
@@ -66,7 +65,7 @@ class WalkOptions:
     every N-th mask with a plain llguidance matcher fed the same tokens, and
     with the logits :meth:`~ToolCallConstraint.apply` masks. ``fast_forward``:
     feed the tokens the grammar forces with ``consume_row``, unsampled, as
-    ``constrained.generate`` does. ``rollback``: now and then take back a few
+    ``constrained.runtime.generate`` does. ``rollback``: now and then take back a few
     tokens, as speculative decoding does.
     """
 
@@ -444,10 +443,9 @@ def structure_tokens(compiled: CompiledTools) -> StructureTokens:
     )
     closings = ['"']
     dialect = get_dialect(compiled.dialect)
-    if isinstance(dialect, RawValueDialect):
-        syntax = dialect.raw_text_syntax(Markers(tok))
-        if not syntax.close_is_token:
-            closings.append(syntax.close)
+    syntax = dialect.raw_text_syntax(Markers(tok))
+    if syntax is not None and not syntax.close_is_token:
+        closings.append(syntax.close)
     structure = StructureTokens(
         specials=specials,
         punctuation=punctuation,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .dialects.base import Dialect
-from .errors import CompileError
-from .frames import ArrayFrame, EnumFrame, Frame, ObjectFrame, RefFrame, UnionFrame
-from .schema.refs import pointer_token
-from .schema.tool import LeftOutTool, NormalizedTool, ToolSet
-from .tokenizers import Tokenizer
+from .base import Dialect
+from ..errors import CompileError
+from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, RefFrame, UnionFrame
+from ..schema.refs import pointer_token
+from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet
+from ..tokenizers import Tokenizer
 
 _SHOWN = 60
 """Characters of a long text a message shows."""

@@ -25,17 +25,27 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable, Sequence
 
-from .compiler import CompiledTools, compile_tools
-from .dialects import get_dialect
-from .dialects.representable import unrepresentable
-from .errors import ConstrainedError
-from .frames import ArrayFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NormalizedSchema, ObjectFrame, UnionFrame
-from .parse import parse_tool_calls
-from .schema.normalize import normalize_schema
-from .schema.keywords import walk_schemas
-from .schema.refs import Specification, schema_id, specification_of
-from .schema.values import frame_accepts, json_key, member_frames
-from .tokenizers import Tokenizer
+from ..compiler import CompiledTools, compile_tools
+from ..dialects import get_dialect
+from ..dialects.representable import unrepresentable
+from ..errors import ConstrainedError
+from ..frames.model import (
+    ArrayFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NormalizedSchema,
+    ObjectFrame,
+    UnionFrame,
+)
+from ..output.parse import parse_tool_calls
+from ..frames.normalize import normalize_schema
+from ..schema.keywords import walk_schemas
+from ..schema.refs import Specification, schema_id, specification_of
+from ..frames.accepts import frame_accepts, member_frames
+from ..schema.json_values import json_key
+from ..tokenizers import Tokenizer
 
 # The single parameter a non-object schema becomes.
 WRAPPED_KEY = "value"

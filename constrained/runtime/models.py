@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import GenerationError
-from .tokenizers import Tokenizer, cache_root, load_tokenizer
+from ..errors import GenerationError
+from ..tokenizers import Tokenizer, cache_root, load_tokenizer
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIALECT = "gemma4"

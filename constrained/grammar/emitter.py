@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import llguidance
 
-from ..frames import (
+from ..frames.model import (
     ArrayFrame,
     BooleanFrame,
     EnumFrame,
@@ -33,14 +33,14 @@ from ..frames import (
     NumberFrame,
     ObjectFrame,
     RefFrame,
-    SchemaWarning,
     StringFrame,
     UnionFrame,
     frame_digest,
     resolve_frame,
 )
+from ..errors import SchemaWarning
 from ..schema.formats import FORMAT_PATTERNS
-from ..schema.values import exact
+from ..schema.json_values import exact
 from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
 from .regex import ecma_to_rust, without_text
 

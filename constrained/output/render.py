@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from .dialects import get_dialect
-from .errors import ToolDefinitionError
-from .schema.tool import normalize_tool_set
+from ..dialects import get_dialect
+from ..errors import ToolDefinitionError
+from ..frames.toolset import normalize_tool_set
 
 
 def render_tool_calls(

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..frames import EnumFrame, Frame, FreeFrame, RefFrame, UnionFrame
-from .values import json_type
+from .model import EnumFrame, Frame, FreeFrame, RefFrame, UnionFrame
+from ..schema.json_values import json_type
 
 AMBIGUOUS = "ambiguous"
 

@@ -49,9 +49,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .dialects import get_dialect
-from .dialects.base import Dialect
-from .dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, held_back
+from ..dialects import get_dialect
+from ..dialects.base import Dialect
+from ..dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, held_back
 from .parse import (
     CallRejected,
     ParseResult,
@@ -62,8 +62,8 @@ from .parse import (
     read_raw,
     usable_tools,
 )
-from .schema.tool import NormalizedTool
-from .schema.types import json_types
+from ..frames.toolset import NormalizedTool
+from ..frames.types import json_types
 
 Delta = dict[str, Any]
 

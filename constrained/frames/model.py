@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Union, get_args
 
+from ..errors import SchemaWarning
+
 JSONValue = Union[None, bool, int, float, str, list, dict]
 
 
@@ -164,22 +166,6 @@ SUPPORTED_FORMATS = frozenset(
     {"date-time", "date", "time", "duration", "uuid", "email", "uri", "uri-reference", "iri", "iri-reference",
      "uri-template", "ipv4", "ipv6", "hostname", "json-pointer", "relative-json-pointer"}
 )
-
-
-@dataclass(frozen=True)
-class SchemaWarning:
-    """A place where the normalizer relaxed the schema to a superset.
-
-    The parser's validation step still checks the full schema, so a relaxed
-    keyword is enforced after generation rather than during it.
-    """
-
-    path: str
-    keyword: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path or '/'}: {self.keyword}: {self.message}"
 
 
 @dataclass(frozen=True)
