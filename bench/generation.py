@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from report import write_section  # noqa: E402
 CASES = json.loads((ROOT / "tests" / "data" / "generation_cases.json").read_text())
-CORPUS = ROOT.parent / "shared" / "corpus" / "mcp"
+CORPUS = ROOT / "tests" / "corpus" / "mcp"
 
 
 def case_tools(case: dict[str, Any]) -> list[Any]:

@@ -20,20 +20,15 @@ import datetime
 import platform
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.runtime.constraint import ToolCallConstraint
 
-WRITE_FILE = {
-    "name": "write_file",
-    "parameters": {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["path", "content"],
-    },
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from sample_tools import WRITE_FILE  # noqa: E402  (the tests' write_file, from the project's tests/)
 
 
 def constraint_inside_a_string(batch: int, device: torch.device) -> tuple[ToolCallConstraint, torch.Tensor]:

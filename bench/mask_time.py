@@ -10,8 +10,9 @@ rendered calls (then fed the token):
 - ``constrained, no rows``: the same grammar through a bare llguidance
   matcher, i.e. without the precomputed rows;
 - ``llguidance (plain)`` (coding workloads): the straightforward grammar of
-  ``../shared/DESIGN.md``: raw text up to the closing markup as one lazy
-  lexeme (qwen3_coder), ``/(.|\\n)*/`` between string tokens (gemma4);
+  the measured anchors in ``docs/design.md``: raw text up to the closing
+  markup as one lazy lexeme (qwen3_coder), ``/(.|\\n)*/`` between string
+  tokens (gemma4);
 - ``XGrammar 0.2.9``: its built-in structural tag for the dialect
   (``qwen_3_coder``, ``gemma_4``, ``qwen_3`` for hermes, ``glm_4_7``) with
   the same tools, ``tool_choice="required"``, reasoning disabled.

@@ -4,26 +4,32 @@ Tool schemas are read once, faithfully, into typed frames; the grammar
 emitters, the logits mask and the parser all work from that one reading.
 """
 
+import warnings as _warnings
+
 from .compiler import CheckResult, CompiledTools, compile_tools
 from .runtime.constraint import ConstraintEvent, RowState, ToolCallConstraint
 from .dialects import DIALECTS
 from .errors import (
+    ArgumentError,
     CompileError,
     ConstrainedError,
     ConstraintError,
     GenerationError,
+    OptionError,
     SchemaError,
     SchemaLimitError,
+    SchemaWarning,
+    StreamClosedError,
     ToolDefinitionError,
     UnknownDialectError,
     UnsatisfiableSchemaError,
 )
 from .frames.model import NormalizedSchema
-from .errors import SchemaWarning
 from .runtime.generate import GenerationResult, GenerationStats, generate
 from .hf import ToolCallLogitsProcessor, ToolCallStoppingCriteria
 from .runtime.models import LoadedModel, load_model
-from .output.parse import CallError, ParseResult, parse_tool_calls
+from .options import CompileOptions
+from .output.parse import ParseResult, RejectedCall, parse_tool_calls
 from .output.render import render_tool_calls
 from .output.repair import RepairResult, repair_arguments
 from .schema.annotate import annotate_ref_types
@@ -43,9 +49,10 @@ from .tools import Tool, load_tool_entries, load_tools, load_tools_file
 
 __all__ = [
     "DIALECTS",
-    "CallError",
+    "ArgumentError",
     "CheckResult",
     "CompileError",
+    "CompileOptions",
     "CompiledTools",
     "ConstrainedError",
     "ConstraintError",
@@ -57,7 +64,10 @@ __all__ = [
     "LoadedModel",
     "NormalizedSchema",
     "NormalizedTool",
+    "OptionError",
+    "StreamClosedError",
     "ParseResult",
+    "RejectedCall",
     "RepairResult",
     "RowState",
     "SchemaError",
@@ -92,3 +102,12 @@ __all__ = [
     "render_tool_calls",
     "repair_arguments",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``CallError``: the old name of :class:`RejectedCall`, deprecated (it
+    is a record of a rejected call, not an exception)."""
+    if name == "CallError":
+        _warnings.warn("constrained.CallError is deprecated; use constrained.RejectedCall", DeprecationWarning, stacklevel=2)
+        return RejectedCall
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

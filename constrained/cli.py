@@ -5,16 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from dataclasses import fields, replace
+from typing import Any, Sequence, TypeVar
 
-from .compiler import compile_tools
+from .compiler import CompiledTools, compile_tools
 from .dialects import DIALECTS
 from .errors import CompileError, ConstrainedError, GenerationError
-from .qa.fuzz import SAMPLERS, FuzzSummary, WalkOptions, fuzz
+from .options import KEY_ORDERS, CompileOptions, command_line, flag_of
+from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
 from .output.parse import parse_tool_calls
 from .output.render import render_tool_calls
 from .frames.toolset import normalize_tool_set
 from .tools import read_tools_file
+
+_Options = TypeVar("_Options")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
@@ -44,19 +49,15 @@ def _parser() -> argparse.ArgumentParser:
         help="print each tool's normalized frames and the relaxations applied",
         description="Read TOOLS and print, as JSON, each tool's typed frames and the warnings for anything relaxed.",
     )
-    normalize.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
-    normalize.add_argument(
-        "--loose",
-        action="store_true",
-        help="follow JSON Schema literally: objects without additionalProperties stay open",
-    )
+    _add_tools(normalize)
+    _add_flags(normalize, CompileOptions, "strict")
     normalize.set_defaults(run=_normalize)
 
     compile_ = commands.add_parser(
         "compile",
         help="compile TOOLS into a constraint; print a summary, save the artifact with -o",
     )
-    _compile_options(compile_)
+    _add_compile_arguments(compile_)
     compile_.add_argument("-o", "--output", help="write the compiled artifact (JSON) here")
     compile_.add_argument("--grammar", action="store_true", help="print the grammar instead of a summary")
     compile_.set_defaults(run=_compile)
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         description="TEXT is what the model generates after the generation prompt, without the final "
         "end-of-generation token. On rejection, prints the first rejected token index and byte offset as JSON.",
     )
-    _compile_options(check)
+    _add_compile_arguments(check)
     check.add_argument(
         "trailing", metavar="TEXT", nargs="?", default="-", help="the output to check, or - for stdin (default)"
     )
@@ -76,15 +77,16 @@ def _parser() -> argparse.ArgumentParser:
     parse = commands.add_parser(
         "parse", help='read model output into JSON {"content", "reasoning", "tool_calls", "errors"}'
     )
-    parse.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions")
-    parse.add_argument("--dialect", required=True, choices=sorted(DIALECTS))
+    _add_tools(parse)
+    _add_dialect(parse)
     parse.add_argument("trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default)")
     parse.set_defaults(run=_parse)
 
     render = commands.add_parser("render", help="print calls as the model's template writes them")
-    render.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions")
-    render.add_argument("--dialect", required=True, choices=sorted(DIALECTS))
-    render.add_argument("--key-order", default="trained", choices=["trained", "schema", "alphabetical"])
+    _add_tools(render)
+    _add_dialect(render)
+    # "any" is an order the grammar allows, not one a renderer can write.
+    render.add_argument("--key-order", default="trained", choices=[order for order in KEY_ORDERS if order != "any"])
     render.add_argument(
         "trailing",
         metavar="CALLS",
@@ -101,13 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         '{"tool_calls", "content", "errors", ...}. The default model is the embedded Gemma 3 270M '
         "(converted once on first use and cached), which writes the gemma4 dialect.",
     )
-    generate.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
+    _add_tools(generate)
     generate.add_argument("--prompt", required=True, help="the user's message")
     generate.add_argument("--model", default="default", help="'default' or a local transformers model folder")
-    generate.add_argument("--dialect", choices=sorted(DIALECTS), help="default: gemma4 for the default model")
-    generate.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name")
-    generate.add_argument("--no-parallel", action="store_true", help="allow one call only")
-    generate.add_argument("--no-reasoning", action="store_true", help="leave out the reasoning block")
+    _add_dialect(generate, "default: gemma4 for the default model")
+    _add_flags(generate, CompileOptions)
     generate.add_argument("--max-new-tokens", type=int, default=256)
     generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     generate.add_argument("--temperature", type=float, default=1.0)
@@ -125,20 +125,10 @@ def _parser() -> argparse.ArgumentParser:
         "out, RUNS times per dialect, and print a JSON summary. Every finished output must parse and validate "
         "and respect --tool-choice; no unfinished state may allow no token; nothing may raise.",
     )
-    fuzz.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
-    fuzz.add_argument("--dialect", choices=sorted(DIALECTS), help="default: every dialect")
-    fuzz.add_argument("--tokenizer", help="default: each dialect's default tokenizer")
-    fuzz.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name")
-    fuzz.add_argument("--no-parallel", action="store_true", help="allow one call only")
+    _add_compile_arguments(fuzz, dialect_help="default: every dialect")
     fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default 100)")
     fuzz.add_argument("--seed", type=int, default=0, help="seed of the first walk; the next ones count up")
-    fuzz.add_argument("--budget", type=_at_least(1), default=256, help="most tokens per walk (default 256)")
-    fuzz.add_argument("--sampler", choices=SAMPLERS, default="steered",
-                      help="uniform over the allowed tokens, or steered towards structure (default)")
-    fuzz.add_argument("--crosscheck", type=_at_least(0), default=0, metavar="N",
-                      help="compare every N-th mask with llguidance's own (default 0: never)")
-    fuzz.add_argument("--fast-forward", action="store_true", help="feed the tokens the grammar forces unsampled")
-    fuzz.add_argument("--rollback", action="store_true", help="now and then take back a few tokens")
+    _add_flags(fuzz, WalkOptions)
     fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default 5)")
     fuzz.set_defaults(run=_fuzz)
     return parser
@@ -156,27 +146,63 @@ def _at_least(low: int) -> Any:
     return parse
 
 
-def _compile_options(parser: argparse.ArgumentParser) -> None:
+def _add_tools(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
-    parser.add_argument("--dialect", required=True, choices=sorted(DIALECTS))
+
+
+def _add_dialect(parser: argparse.ArgumentParser, default_help: str | None = None) -> None:
+    """``--dialect``: required, unless ``default_help`` says what leaving it out means."""
+    parser.add_argument("--dialect", required=default_help is None, choices=sorted(DIALECTS), help=default_help)
+
+
+def _add_compile_arguments(parser: argparse.ArgumentParser, dialect_help: str | None = None) -> None:
+    """TOOLS, the dialect, the tokenizer and the compile options."""
+    _add_tools(parser)
+    _add_dialect(parser, dialect_help)
     parser.add_argument(
         "--tokenizer",
         help="built-in name (qwen3, qwen3.6, gemma4, functiongemma), HF tokenizer folder or tokenizer.json; "
-        "default: gemma4/functiongemma for those dialects, qwen3 otherwise",
+        "default: the dialect's default tokenizer",
     )
-    parser.add_argument("--tool-choice", default="auto", help="auto, required, none, or a tool name")
-    parser.add_argument("--no-parallel", action="store_true", help="allow one call only")
-    parser.add_argument("--key-order", default="trained", choices=["trained", "schema", "alphabetical", "any"])
+    _add_flags(parser, CompileOptions)
 
 
-def _compiled(args: argparse.Namespace) -> Any:
+def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str) -> None:
+    """One flag per field of ``options_type`` (those in ``names``, else
+    all), as its :class:`~constrained.options.Flag` spells it; the parsed
+    value lands under the field's name (see :func:`_options`)."""
+    for option_field in fields(options_type):
+        if names and option_field.name not in names:
+            continue
+        flag, default = flag_of(option_field), option_field.default
+        if isinstance(default, bool):
+            action = "store_false" if default else "store_true"
+            parser.add_argument(flag.name, dest=option_field.name, action=action, help=flag.help)
+        else:
+            parser.add_argument(
+                flag.name,
+                dest=option_field.name,
+                type=type(default),
+                default=default,
+                choices=flag.choices,
+                metavar=flag.metavar,
+                help=flag.help,
+            )
+
+
+def _options(args: argparse.Namespace, options_type: type[_Options]) -> _Options:
+    """The options object of ``options_type`` the flags of :func:`_add_flags` made."""
+    return options_type(**{f.name: getattr(args, f.name) for f in fields(options_type)})
+
+
+def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None = None) -> CompiledTools:
+    """Compile TOOLS (or ``tools``) in ``--dialect`` (or ``dialect``) with the options flags."""
+    dialect = dialect or args.dialect
     return compile_tools(
-        read_tools_file(args.tools),
-        args.dialect,
-        args.tokenizer or DIALECTS[args.dialect].default_tokenizer,
-        tool_choice=args.tool_choice,
-        parallel_tool_calls=not args.no_parallel,
-        key_order=args.key_order,
+        read_tools_file(args.tools) if tools is None else tools,
+        dialect,
+        args.tokenizer or DIALECTS[dialect].default_tokenizer,
+        options=_options(args, CompileOptions),
     )
 
 
@@ -185,7 +211,7 @@ def _read(source: str) -> str:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    tool_set = normalize_tool_set(read_tools_file(args.tools), strict=not args.loose)
+    tool_set = normalize_tool_set(read_tools_file(args.tools), strict=args.strict)
     _print_json(
         [{"name": tool.name, **tool.schema.to_json()} for tool in tool_set.tools]
         + [{"name": tool.name, "left_out": {"path": tool.path, "reason": tool.reason}} for tool in tool_set.left_out]
@@ -247,15 +273,14 @@ def _generate(args: argparse.Namespace) -> int:
     loaded = load_model(args.model, dialect=args.dialect)
     if loaded.dialect is None:
         raise GenerationError(f"--model {args.model}: say which tool-call syntax it writes with --dialect")
+    options = _options(args, CompileOptions)
     result = generate(
         loaded.model,
         loaded.tokenizer,
         args.prompt,
         read_tools_file(args.tools),
         loaded.dialect,
-        tool_choice=args.tool_choice,
-        parallel_tool_calls=not args.no_parallel,
-        reasoning=loaded.thinking and not args.no_reasoning,
+        options=replace(options, reasoning=options.reasoning and loaded.thinking),
         max_new_tokens=args.max_new_tokens,
         do_sample=args.sample,
         temperature=args.temperature,
@@ -276,19 +301,13 @@ def _fuzz(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
     tools = read_tools_file(args.tools)
-    options = WalkOptions(args.sampler, args.budget, args.crosscheck, args.fast_forward, args.rollback)
+    compile_options, options = _options(args, CompileOptions), _options(args, WalkOptions)
     total = FuzzSummary(keep=args.show)
     by_dialect: dict[str, dict[str, int]] = {}
     refused: dict[str, str] = {}
     for dialect in [args.dialect] if args.dialect else sorted(DIALECTS):
         try:
-            compiled = compile_tools(
-                tools,
-                dialect,
-                args.tokenizer or DIALECTS[dialect].default_tokenizer,
-                tool_choice=args.tool_choice,
-                parallel_tool_calls=not args.no_parallel,
-            )
+            compiled = _compiled(args, tools, dialect)
         except CompileError as exc:
             if args.dialect:
                 raise
@@ -299,9 +318,9 @@ def _fuzz(args: argparse.Namespace) -> int:
         total.merge(summary)
     _print_json(
         {
-            "tool_choice": args.tool_choice,
-            "parallel_tool_calls": not args.no_parallel,
-            "options": options.cli_options(),
+            "tool_choice": compile_options.tool_choice,
+            "parallel_tool_calls": compile_options.parallel_tool_calls,
+            "options": command_line(options),
             "seeds": [args.seed, args.seed + args.runs - 1],
             **total.counts(),
             "dialects": by_dialect,

@@ -12,25 +12,23 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import asdict, astuple, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
-from .errors import CompileError
-from .errors import SchemaWarning
+from .errors import CompileError, OptionError, SchemaWarning
 from .frames.model import canonical_json
 from .grammar.lark import RuleSet
-from .grammar.emitter import KEY_ORDERS, ValueEmitter
+from .grammar.emitter import ValueEmitter
+from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, ToolChoice
 from .schema.limits import too_deep
 from .frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set
 from .tools import Tool
 from .tokenizers import Tokenizer, load_tokenizer
 from .dialects.writable import writable_tool_set
 
-TOOL_CHOICES = ("auto", "required", "none")
-BAD_TOOLS = ("leave_out", "raise")
 FORMAT_VERSION = 2
 _CACHE_SIZE = 64
 
@@ -70,17 +68,30 @@ class CompiledTools:
     tools: tuple[NormalizedTool, ...]
     warnings: tuple[ToolWarning, ...]
     dialect: str
-    tool_choice: str
-    parallel_tool_calls: bool
-    key_order: str
+    options: CompileOptions
     fingerprint: str
     tokenizer: Tokenizer = field(repr=False, compare=False)
-    reasoning: bool = True
     left_out: tuple[LeftOutTool, ...] = ()
     """Tools of the set that are not in the grammar, each with the JSON
     Pointer and the reason (also in :attr:`warnings`); a call of one is an
     error in the parser's ``errors``."""
     _template: Any = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def tool_choice(self) -> str:
+        return self.options.tool_choice
+
+    @property
+    def parallel_tool_calls(self) -> bool:
+        return self.options.parallel_tool_calls
+
+    @property
+    def key_order(self) -> str:
+        return self.options.key_order
+
+    @property
+    def reasoning(self) -> bool:
+        return self.options.reasoning
 
     @property
     def tool_set(self) -> ToolSet:
@@ -131,10 +142,7 @@ class CompiledTools:
             "format": FORMAT_VERSION,
             "grammar": self.grammar,
             "dialect": self.dialect,
-            "tool_choice": self.tool_choice,
-            "parallel_tool_calls": self.parallel_tool_calls,
-            "key_order": self.key_order,
-            "reasoning": self.reasoning,
+            **asdict(self.options),
             "fingerprint": self.fingerprint,
             "tokenizer_fingerprint": self.tokenizer.fingerprint,
             "tools": [
@@ -166,21 +174,22 @@ class CompiledTools:
         warnings = tuple(
             ToolWarning(w["tool"], SchemaWarning(w["path"], w["keyword"], w["message"])) for w in data["warnings"]
         )
+        # Artifacts written before an option was saved hold its default (strict: as their tools were read).
+        saved = {"strict": all(t.strict for t in tools), **data}
+        options = CompileOptions(**{name: saved[name] for name in _OPTION_NAMES if name in saved})
         return cls(
             grammar=data["grammar"],
             tools=tools,
             warnings=warnings,
             dialect=data["dialect"],
-            tool_choice=data["tool_choice"],
-            parallel_tool_calls=data["parallel_tool_calls"],
-            key_order=data["key_order"],
+            options=options,
             fingerprint=data["fingerprint"],
             tokenizer=tok,
-            reasoning=data.get("reasoning", True),
             left_out=tuple(LeftOutTool(t["name"], t["reason"], t["path"]) for t in data.get("left_out", [])),
         )
 
 
+_OPTION_NAMES = tuple(option.name for option in fields(CompileOptions))
 _cache: OrderedDict[str, CompiledTools] = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -189,24 +198,21 @@ def compile_tools(
     tools: Any,
     dialect: str,
     tokenizer: Tokenizer | str,
-    tool_choice: str = "auto",
+    tool_choice: ToolChoice = "auto",
     parallel_tool_calls: bool = True,
-    key_order: str = "trained",
+    key_order: KeyOrder = "trained",
     *,
     strict: bool = True,
     reasoning: bool = True,
-    bad_tools: str = "leave_out",
+    bad_tools: BadTools = "leave_out",
+    options: CompileOptions | None = None,
 ) -> CompiledTools:
     """Compile ``tools`` (any form :func:`load_tools` accepts, or
     :class:`NormalizedTool` objects) into a constraint in ``dialect``'s syntax.
 
-    ``tool_choice``: ``"auto"`` (text, then optionally calls), ``"required"``
-    (at least one call), ``"none"`` (text only), or a tool's name (a call of
-    that tool). ``parallel_tool_calls=False`` allows one call. ``key_order``:
-    ``"trained"`` (the family's habit), ``"schema"``, ``"alphabetical"`` or
-    ``"any"`` (any order, every required key, no repeats; exact up to 8 keys).
-    ``reasoning=False`` leaves out the dialect's reasoning block, for a model
-    whose thinking is switched off.
+    The options (``tool_choice``, ``parallel_tool_calls``, ``key_order``,
+    ``strict``, ``reasoning``, ``bad_tools``: see :class:`CompileOptions`)
+    are given as keyword arguments or as one ``options`` object, not both.
 
     ``bad_tools="leave_out"`` (the default): a tool that cannot be read
     (malformed, unsatisfiable, past a limit, a bad definition, a name used
@@ -217,24 +223,26 @@ def compile_tools(
     :class:`CompileError` listing each; and when ``tool_choice`` names a tool
     left out. ``"raise"``: the first such tool's error is raised.
     """
-    if bad_tools not in BAD_TOOLS:
-        raise CompileError(f"unknown bad_tools {bad_tools!r}; expected one of {', '.join(BAD_TOOLS)}")
+    keywords = CompileOptions(
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel_tool_calls,
+        key_order=key_order,
+        strict=strict,
+        reasoning=reasoning,
+        bad_tools=bad_tools,
+    )
+    options = CompileOptions.resolve(options, keywords)
     chosen = get_dialect(dialect)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
-    options = (chosen.name, tool_choice, parallel_tool_calls, key_order, strict, reasoning, bad_tools, tok.fingerprint)
-    source = _source_key(tools, options)
+    source = _source_key(tools, (chosen.name, *astuple(options), tok.fingerprint))
     cached = _cached(source)
     if cached is not None:
         return cached
-    if key_order not in KEY_ORDERS:
-        raise CompileError(f"unknown key_order {key_order!r}; expected one of {', '.join(KEY_ORDERS)}")
-    tool_set = normalize_tool_set(tools, strict=strict)
-    if bad_tools == "raise":
+    tool_set = normalize_tool_set(tools, strict=options.strict)
+    if options.bad_tools == "raise":
         tool_set.raise_first()
-    key = _fingerprint(chosen.name, tool_set, tool_choice, parallel_tool_calls, key_order, reasoning, bad_tools, tok)
-    compiled = _cached(key) or _compile(
-        chosen, tool_set, tok, tool_choice, parallel_tool_calls, key_order, reasoning, bad_tools, key
-    )
+    key = _fingerprint(chosen.name, tool_set, options, tok)
+    compiled = _cached(key) or _compile(chosen, tool_set, tok, options, key)
     with _cache_lock:
         for name in (key, source):
             if name is not None:
@@ -276,11 +284,15 @@ def _check_tool_choice(tool_set: ToolSet, tool_choice: str, given: int) -> None:
     names = [tool.name for tool in tool_set.tools]
     left_out = tool_set.left_out_by_name()
     if tool_choice in left_out:
-        raise CompileError(f"tool_choice names tool {tool_choice!r}, which was left out: {left_out[tool_choice].reason}")
+        raise OptionError(
+            f"tool_choice names tool {tool_choice!r}, which was left out: {left_out[tool_choice].reason}",
+            argument="tool_choice",
+        )
     if tool_choice not in TOOL_CHOICES and tool_choice not in names:
-        raise CompileError(
+        raise OptionError(
             f"tool_choice {tool_choice!r} is neither one of {', '.join(TOOL_CHOICES)} nor a tool name "
-            f"(tools: {', '.join(names) or 'none'})"
+            f"(tools: {', '.join(names) or 'none'})",
+            argument="tool_choice",
         )
     if given and not names:
         if given == 1:
@@ -288,45 +300,33 @@ def _check_tool_choice(tool_set: ToolSet, tool_choice: str, given: int) -> None:
         reasons = "; ".join(str(tool) for tool in tool_set.left_out)
         raise CompileError(f"none of the {given} tools can be compiled: {reasons}")
     if tool_choice == "required" and not names:
-        raise CompileError('tool_choice="required" needs at least one tool, but the tool list is empty')
+        raise OptionError(
+            'tool_choice="required" needs at least one tool, but the tool list is empty', argument="tool_choice"
+        )
 
 
-def _fingerprint(
-    dialect: str,
-    tool_set: ToolSet,
-    tool_choice: str,
-    parallel: bool,
-    key_order: str,
-    reasoning: bool,
-    bad_tools: str,
-    tok: Tokenizer,
-) -> str:
+def _fingerprint(dialect: str, tool_set: ToolSet, options: CompileOptions, tok: Tokenizer) -> str:
+    # ``strict`` is in each tool's entry; the list keeps the order of artifacts already written.
+    chosen = [options.tool_choice, options.parallel_tool_calls, options.key_order, options.reasoning, options.bad_tools]
     material = {
         "format": FORMAT_VERSION,
         "dialect": dialect,
         "tools": [[t.name, t.description, t.parameters, t.strict] for t in tool_set.tools],
         "left_out": [[t.name, t.path, t.reason] for t in tool_set.left_out],
-        "options": [tool_choice, parallel, key_order, reasoning, bad_tools],
+        "options": chosen,
         "tokenizer": tok.fingerprint,
     }
     return hashlib.sha256(canonical_json(material).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _compile(
-    dialect: Dialect,
-    tool_set: ToolSet,
-    tok: Tokenizer,
-    tool_choice: str,
-    parallel: bool,
-    key_order: str,
-    reasoning: bool,
-    bad_tools: str,
-    fingerprint: str,
+    dialect: Dialect, tool_set: ToolSet, tok: Tokenizer, options: CompileOptions, fingerprint: str
 ) -> CompiledTools:
     _check_markers(dialect, tok)
     given = len(tool_set.tools) + len(tool_set.left_out)
     tool_set = writable_tool_set(dialect, tool_set, tok)
-    order = dialect.trained_key_order if key_order == "trained" else key_order
+    tool_choice = options.tool_choice
+    order = dialect.trained_key_order if options.key_order == "trained" else options.key_order
     markers = Markers(tok)
     rules = RuleSet()
     warnings: list[ToolWarning] = []
@@ -346,7 +346,7 @@ def _compile(
             bodies.append(body)
             warnings.extend(ToolWarning(tool.name, w) for w in emitter.warnings)
     tool_set = ToolSet(tuple(compiled_tools), tuple(left_out))
-    if bad_tools == "raise":
+    if options.bad_tools == "raise":
         tool_set.raise_first()
     _check_tool_choice(tool_set, tool_choice, given)
     warnings.extend(ToolWarning(tool.name, tool.warning) for tool in tool_set.left_out)
@@ -354,7 +354,7 @@ def _compile(
         [
             dialect.grammar(),
             "// -- generated --",
-            _start_rule(dialect, markers, tool_choice, parallel, bool(bodies), reasoning),
+            _start_rule(dialect, markers, options, bool(bodies)),
             f"end_of_turn: {_present(dialect.end_tokens, markers)}",
             f"end_after_calls: {_present(dialect.call_end_tokens, markers)}",
             f"tool_body: {' | '.join(f'({b})' for b in bodies)}" if bodies else "",
@@ -366,28 +366,24 @@ def _compile(
         tools=tool_set.tools,
         warnings=tuple(warnings),
         dialect=dialect.name,
-        tool_choice=tool_choice,
-        parallel_tool_calls=parallel,
-        key_order=key_order,
+        options=options,
         fingerprint=fingerprint,
         tokenizer=tok,
-        reasoning=reasoning,
         left_out=tool_set.left_out,
     )
     compiled.matcher()
     return compiled
 
 
-def _start_rule(
-    dialect: Dialect, markers: Markers, tool_choice: str, parallel: bool, has_tools: bool, allow_reasoning: bool
-) -> str:
+def _start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> str:
+    tool_choice = options.tool_choice
     has_block = dialect.reasoning_tokens and all(map(markers.is_token, dialect.reasoning_tokens))
-    reasoning = "reasoning? " if allow_reasoning and has_block else ""
+    reasoning = "reasoning? " if options.reasoning and has_block else ""
     # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
     first, later = dialect.text_calls if tool_choice == "auto" and dialect.text_calls else (None, "call")
 
     def calls(first_call: str) -> str:
-        if not parallel:
+        if not options.parallel_tool_calls:
             return first_call
         if dialect.call_separator:
             return f"{first_call} (call_separator {later})*"

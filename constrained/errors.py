@@ -58,7 +58,31 @@ class CompileError(ConstrainedError, ValueError):
     """Tools cannot be compiled with these options: a tokenizer that lacks a
     marker the dialect needs as a single token, a tool name, key or enum
     string the dialect cannot write, a ``tool_choice`` naming no tool,
-    ``tool_choice="required"`` with no tools, an unknown option."""
+    ``tool_choice="required"`` with no tools, an unknown option
+    (:class:`OptionError`)."""
+
+
+class ArgumentError(ConstrainedError, ValueError):
+    """An argument a function does not take: a count out of range, a name
+    that is not one of the choices. The message names the argument, the
+    value given and what is allowed; ``argument`` is the argument's name."""
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        self.argument = argument
+        super().__init__(message)
+
+
+class StreamClosedError(ConstrainedError, ValueError):
+    """Text fed to a :class:`~constrained.output.stream.ToolCallStreamParser`
+    after ``close()``: its result is final, so start a new parser for a new
+    output."""
+
+
+class OptionError(ArgumentError, CompileError):
+    """A compile option (:class:`~constrained.options.CompileOptions`) with a
+    value it does not take: an unknown ``key_order`` or ``bad_tools``, a
+    ``tool_choice`` that names no compiled tool, options given both as an
+    object and as keywords."""
 
 
 class ConstraintError(ConstrainedError, RuntimeError):
@@ -71,6 +95,12 @@ class GenerationError(ConstrainedError, RuntimeError):
     """Generation cannot run as asked: beam search (sequences reordered
     between steps), a model whose logits do not fit the tokenizer, a model
     that cannot be loaded or converted."""
+
+
+class TokenizerError(ConstrainedError, ValueError):
+    """A tokenizer cannot be loaded: an unknown built-in name, a path that does
+    not exist or holds no usable tokenizer, a missing optional package, or an
+    object that is not a (fast) tokenizer. The message says what to do."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The shared test corpus (``../shared/corpus`` beside the project root), read as it is."""
+"""The test corpus vendored in ``tests/corpus/`` (public suites and captured
+tools, see ``tests/README.md``), read as it is."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from constrained.frames.toolset import NormalizedTool, normalize_tool
 from constrained.frames.accepts import frame_accepts
 from constrained.tools import Tool, load_tools
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
 def mcp_tools() -> list[Tool]:

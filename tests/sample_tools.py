@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 
 from constrained.dialects import DIALECTS
+from constrained.dialects.raw_values import RawValueDialect
+
+RAW_DIALECTS = tuple(name for name, dialect in DIALECTS.items() if isinstance(dialect, RawValueDialect))
+"""The dialects that write a top-level string as raw text (qwen3_coder, glm)."""
 
 
 def reads_cut_off_call(dialect: str, prefix: str) -> bool:
@@ -21,6 +25,7 @@ def reads_cut_off_call(dialect: str, prefix: str) -> bool:
         return False
     return True
 
+
 WEATHER = {
     "type": "function",
     "function": {
@@ -32,3 +37,17 @@ WEATHER = {
         },
     },
 }
+
+
+def _write_file(**more: dict) -> dict:
+    """The coding agent's ``write_file(path, content)`` in the plain function
+    form, with ``more`` optional parameters after those two."""
+    properties = {"path": {"type": "string"}, "content": {"type": "string"}, **more}
+    return {"name": "write_file", "parameters": {"type": "object", "properties": properties, "required": ["path", "content"]}}
+
+
+# One tool, four variants: each test module keeps the parameters its cases need.
+WRITE_FILE = _write_file()
+WRITE_FILE_WITH_MODE = _write_file(mode={"type": "integer"})
+WRITE_FILE_WITH_BOUNDED_MODE = _write_file(mode={"type": "integer", "maximum": 511})
+WRITE_FILE_WITH_OVERWRITE = _write_file(overwrite={"type": "boolean"})

@@ -13,9 +13,10 @@ import pytest
 import referencing
 from jsonschema.validators import validator_for
 
+from corpus import CORPUS
+
 from constrained.schema.annotate import annotate_ref_types
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 MASKBENCH = CORPUS / "maskbench"
 JSTS = CORPUS / "jsts" / "draft2020-12"
 MCP = CORPUS / "mcp"
@@ -93,7 +94,7 @@ def annotated_checked(schema: Any) -> Any:
 
 
 def load_corpus(folder: Path, pattern: str) -> list[Path]:
-    assert folder.is_dir(), f"the shared corpus is missing: {folder}"
+    assert folder.is_dir(), f"the corpus is missing: {folder}"
     return sorted(folder.glob(pattern))
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from corpus import CORPUS
+from sample_tools import WRITE_FILE_WITH_BOUNDED_MODE
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,25 +50,14 @@ def test_a_tools_file_that_is_not_json_is_a_clear_error(tmp_path):
     assert "not valid JSON" in result.stderr
 
 
-WRITE_FILE = [
-    {
-        "type": "function",
-        "function": {
-            "name": "write_file",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "mode": {"type": "integer", "maximum": 511}},
-                "required": ["path", "content"],
-            },
-        },
-    }
-]
+# The tools file the commands read: write_file as an OpenAI tools entry.
+WRITE_FILE_TOOLS = [{"type": "function", "function": WRITE_FILE_WITH_BOUNDED_MODE}]
 QWEN_CALL = "<tool_call>\n<function=write_file>\n<parameter=path>\na.txt\n</parameter>\n<parameter=content>\n  x\n\n</parameter>\n</function>\n</tool_call>"
 
 
 def tools_file(tmp_path):
     path = tmp_path / "tools.json"
-    path.write_text(json.dumps(WRITE_FILE))
+    path.write_text(json.dumps(WRITE_FILE_TOOLS))
     return str(path)
 
 

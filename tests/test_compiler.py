@@ -4,7 +4,7 @@ hermes, glm45 and glm47, ``gemma4`` and ``functiongemma`` for the Gemma
 dialects (and ``qwen3.6`` for Qwen3.6's ids).
 
 Most model outputs here are written by hand, byte for byte as
-``../shared/FORMATS.md`` shows them, so the grammars are checked against the
+``docs/formats.md`` shows them, so the grammars are checked against the
 formats and not only against the renderers.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from corpus import mcp_tools
+from sample_tools import WRITE_FILE_WITH_OVERWRITE
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.qa.conformance import Outcome, judge_call
@@ -81,13 +82,8 @@ def allowed_next(ct: CompiledTools, prefix_ids: list[int]) -> list[int]:
 
 # -- the tools ------------------------------------------------------------------
 
-WRITE_FILE = function(
-    "write_file",
-    {"path": {"type": "string"}, "content": {"type": "string"}, "overwrite": {"type": "boolean"}},
-    ["path", "content"],
-)
 GET_TIME = function("get_time", {"tz": {"type": "string"}}, ["tz"])
-TOOLS = [WRITE_FILE, GET_TIME]
+TOOLS = [WRITE_FILE_WITH_OVERWRITE, GET_TIME]
 
 # write_file(path="notes/out.txt", content="line 1\nline 2", overwrite=True), by hand.
 WRITE_CALL = {
@@ -128,8 +124,10 @@ TIME_CALL = {
     "gemma4": '<|tool_call>call:get_time{tz:<|"|>UTC<|"|>}<tool_call|>',
     "functiongemma": "<start_function_call>call:get_time{tz:<escape>UTC<escape>}<end_function_call>",
 }
-# What goes between two calls.
-SEPARATOR = {"qwen3_coder": "\n", "hermes": "\n", "glm45": "\n", "glm47": "", "gemma4": "", "functiongemma": ""}
+# What goes between two calls, what opens and what closes one.
+SEPARATOR = {name: dialect.call_separator for name, dialect in DIALECTS.items()}
+TRIGGER = {name: dialect.call_open for name, dialect in DIALECTS.items()}
+CALL_CLOSE = {name: dialect.call_close for name, dialect in DIALECTS.items()}
 # A reasoning block as each family writes it (FunctionGemma has none).
 REASONING = {
     "qwen3_coder": "<think>\nThe user wants the notes saved.\n</think>\n\n",
@@ -137,22 +135,6 @@ REASONING = {
     "glm45": "<think>The user wants the notes saved.</think>\n",
     "glm47": "<think>The user wants the notes saved.</think>",
     "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
-}
-TRIGGER = {
-    "qwen3_coder": "<tool_call>",
-    "hermes": "<tool_call>",
-    "glm45": "<tool_call>",
-    "glm47": "<tool_call>",
-    "gemma4": "<|tool_call>",
-    "functiongemma": "<start_function_call>",
-}
-CALL_CLOSE = {
-    "qwen3_coder": "</tool_call>",
-    "hermes": "</tool_call>",
-    "glm45": "</tool_call>",
-    "glm47": "</tool_call>",
-    "gemma4": "<tool_call|>",
-    "functiongemma": "<end_function_call>",
 }
 TEXT = "Sure, I will save the notes. Anything else?"
 
@@ -974,8 +956,8 @@ def test_options_and_inputs_change_the_fingerprint():
         "key_order=alphabetical": compiled(TOOLS, "qwen3_coder", key_order="alphabetical"),
         "dialect=hermes": compiled(TOOLS, "hermes"),
         "tokenizer=qwen3.6": compile_tools(TOOLS, "qwen3_coder", tok("qwen3.6")),
-        "one tool": compiled([WRITE_FILE], "qwen3_coder"),
-        "another schema": compiled([WRITE_FILE, function("get_time", {"tz": {"type": "integer"}}, ["tz"])], "qwen3_coder"),
+        "one tool": compiled([WRITE_FILE_WITH_OVERWRITE], "qwen3_coder"),
+        "another schema": compiled([WRITE_FILE_WITH_OVERWRITE, function("get_time", {"tz": {"type": "integer"}}, ["tz"])], "qwen3_coder"),
     }
     prints = {name: ct.fingerprint for name, ct in variants.items()}
     assert base.fingerprint not in prints.values()

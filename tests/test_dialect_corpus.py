@@ -1,4 +1,4 @@
-"""The dialect grammars against the shared corpus: calls the corpus says are
+"""The dialect grammars against the corpus: calls the corpus says are
 right are accepted exactly as a model writes them and parse back to the same
 calls, and calls made wrong on purpose are rejected.
 
@@ -59,11 +59,11 @@ from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
 
 from corpus import bfcl_entries, bfcl_facts, bfcl_functions, maskbench_groups, mcp_tools
-from sample_tools import reads_cut_off_call
+from sample_tools import RAW_DIALECTS, reads_cut_off_call
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
-SEPARATORS = {"qwen3_coder": "\n", "hermes": "\n", "glm45": "\n", "glm47": "", "gemma4": "", "functiongemma": ""}
+SEPARATORS = {name: dialect.call_separator for name, dialect in DIALECTS.items()}
 FULL = {"qwen3_coder", "gemma4"}
 STRIDE = 3
 
@@ -221,7 +221,7 @@ def raw_text_ambiguity(dialect: str, sent: dict[str, Any], back: dict[str, Any])
     written alike; for a parameter that may be either, the parser documents
     that it takes the non-string reading when that is valid. True when that
     rule explains every difference between what was written and read."""
-    if dialect not in ("qwen3_coder", "glm45", "glm47") or sent.keys() != back.keys():
+    if dialect not in RAW_DIALECTS or sent.keys() != back.keys():
         return False
     return all(
         sent[key] == back[key] or (isinstance(sent[key], str) and json.loads(sent[key]) == back[key])

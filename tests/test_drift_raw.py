@@ -34,6 +34,7 @@ from constrained.frames.toolset import normalize_tool
 from constrained.output.stream import ToolCallStreamParser
 from constrained.tools import load_tools
 
+from sample_tools import WRITE_FILE
 from test_text_masks import Pair, compiled_for, rendered_tokens
 from test_text_masks import glm_special_tokenizer as _glm_special_tokenizer
 
@@ -47,9 +48,8 @@ def tool(name: str, properties: dict, required: list[str]) -> dict:
 
 WEATHER = tool("get_weather", {"city": {"type": "string"}, "state": {"type": "string"}, "days": {"type": "integer"}},
                ["city"])
-WRITE = tool("write_file", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"])
 OPTIONS = tool("configure", {"name": {"type": "string"}, "options": {"type": "object"}}, ["name"])
-TOOLS = [WEATHER, WRITE, OPTIONS]
+TOOLS = [WEATHER, WRITE_FILE, OPTIONS]
 GLM = ("glm45", "glm47")
 
 
@@ -455,7 +455,7 @@ NEAR_GUARDS = [
 def test_masks_near_guards_match_llguidance(dialect):
     texts = NEAR_GUARDS if dialect == "qwen3_coder" else [
         "<arg_ke", "<arg_keyx>", "</arg_key><arg_value>", "< arg_key>\n<arg_key", "<arg_ke<arg_k<"]
-    ct = compiled_for(dialect, [WRITE])
+    ct = compiled_for(dialect, [WRITE_FILE])
     pair = Pair(ct)
     pair.run(rendered_tokens(ct, [("write_file", {"path": "a", "content": text}) for text in texts]))
     assert pair.constraint.state(0) is RowState.FINISHED
@@ -479,7 +479,7 @@ def steered_walk(ct, prefix: list[int], steer: np.ndarray, rng: random.Random, s
 @pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47"])
 def test_random_walks_near_guards_match_llguidance(dialect):
     """Seeded walks inside a value, steered towards the pieces of guards."""
-    ct = compiled_for(dialect, [WRITE])
+    ct = compiled_for(dialect, [WRITE_FILE])
     tok = ct.tokenizer
     pieces = ["<", "</", "parameter", "<parameter", "=", "path", "content", ">", ">\n", "\n", "function", "</function>",
               "arg", "_key", "<arg_key>", "</arg_key>", "arg_value", "x", " "]
@@ -495,7 +495,7 @@ def test_glm_special_markers_masks_match_llguidance(dialect):
     """Contents that spell tags out as text (split at each '<', so that no
     special token is encoded) up to where a guard would complete."""
     tok = glm_special_tokenizer()
-    ct = compiled_for(dialect, [WRITE], tok)
+    ct = compiled_for(dialect, [WRITE_FILE], tok)
     nl = "\n" if dialect == "glm45" else ""
     tokens: list[int] = []
     for text in ["a</arg_value", "</arg_valu>x", "<arg_ke<arg_key", "<arg_keys"]:

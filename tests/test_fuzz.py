@@ -23,17 +23,10 @@ from constrained import compile_tools, render_tool_calls
 from constrained.runtime.constraint import ToolCallConstraint
 from constrained.dialects import DIALECTS
 from constrained.frames.model import SUPPORTED_FORMATS
-from constrained.qa.fuzz import (
-    FuzzSummary,
-    Outcome,
-    UniformSampler,
-    WalkOptions,
-    allowed_ids,
-    fuzz,
-    grammar_literals,
-    output_problems,
-    walk,
-)
+from constrained.qa.fuzz import FuzzSummary, Outcome, WalkOptions, fuzz, walk
+from constrained.qa.fuzz_checks import output_problems
+from constrained.qa.fuzz_samplers import UniformSampler, allowed_ids
+from constrained.qa.fuzz_structure import grammar_literals
 from constrained.output.parse import parse_tool_calls
 
 from corpus import CORPUS, bfcl_functions

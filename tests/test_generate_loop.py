@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from constrained import compile_tools, load_tokenizer
-from constrained.runtime import generate
+from constrained.runtime.generate import generate
 from constrained.compiler import CompiledTools
 from constrained.tokenizers import Tokenizer
 

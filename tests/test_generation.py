@@ -22,16 +22,17 @@ import pytest
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
+from corpus import CORPUS
+
 from constrained import ToolCallLogitsProcessor, compile_tools, load_model, load_tools_file
-from constrained.runtime import generate
 from constrained.cli import main
 from constrained.compiler import CompiledTools
 from constrained.runtime.constraint import RowState
 from constrained.errors import GenerationError
-from constrained.runtime.generate import build_prompt
+from constrained.runtime.generate import build_prompt, generate
 from constrained.runtime.models import MARKER_ROWS, LoadedModel, converted_default_model
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mcp"
+MCP = CORPUS / "mcp"
 CASES = json.loads((Path(__file__).parent / "data" / "generation_cases.json").read_text())
 MAX_NEW_TOKENS = 128
 
@@ -44,7 +45,7 @@ def lm() -> LoadedModel:
 
 @functools.cache
 def server_tools(server: str) -> dict[str, Any]:
-    return {t.name: t for t in load_tools_file(CORPUS / f"{server}.tools.json")}
+    return {t.name: t for t in load_tools_file(MCP / f"{server}.tools.json")}
 
 
 def case_tools(case: dict[str, Any]) -> list[Any]:
@@ -237,7 +238,7 @@ def test_beam_search_is_refused(lm: LoadedModel) -> None:
 
 
 def test_cli_generate_prints_the_parsed_calls(lm: LoadedModel, capsys: pytest.CaptureFixture[str]) -> None:
-    tools_file = CORPUS / "time.tools.json"
+    tools_file = MCP / "time.tools.json"
     code = main(["generate", str(tools_file), "--prompt", "What time is it now in Tokyo? The timezone is Asia/Tokyo.",
                  "--tool-choice", "get_current_time", "--max-new-tokens", "64"])
     assert code == 0
@@ -284,10 +285,10 @@ def test_cli_generate_runs_a_local_model_folder_with_its_chat_template(
         hf.save_pretrained(tmp_path)
     finally:
         hf.chat_template = None
-    tools = str(CORPUS / "time.tools.json")
+    tools = str(MCP / "time.tools.json")
     assert main(["generate", tools, "--model", str(tmp_path), "--prompt", "hi"]) == 2
     assert "--dialect" in capsys.readouterr().err
-    code = main(["generate", str(CORPUS / "time.tools.json"), "--model", str(tmp_path), "--dialect", "gemma4",
+    code = main(["generate", str(MCP / "time.tools.json"), "--model", str(tmp_path), "--dialect", "gemma4",
                  "--prompt", "What time is it now in Tokyo? The timezone is Asia/Tokyo.",
                  "--tool-choice", "get_current_time", "--no-reasoning", "--max-new-tokens", "64"])
     assert code == 0
@@ -297,6 +298,6 @@ def test_cli_generate_runs_a_local_model_folder_with_its_chat_template(
 
 
 def test_cli_generate_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["generate", str(CORPUS / "time.tools.json"), "--model", str(tmp_path), "--prompt", "hi"])
+    code = main(["generate", str(MCP / "time.tools.json"), "--model", str(tmp_path), "--prompt", "hi"])
     assert code == 2
     assert "not a transformers model directory" in capsys.readouterr().err

@@ -86,3 +86,24 @@ def test_no_module_imports_its_own_package_init(path):
     tree = ast.parse(path.read_text(), str(path))
     own = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module]
     assert not own, f"{path.name} imports its own package at lines {own}"
+
+
+def test_the_readme_layout_table_is_the_tree():
+    """The README's layout table names every module where it lives, and
+    its rows come in the order of the layers."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    table = readme[readme.index("## Layout") : readme.index("### Adding a dialect")]
+    rows = [line for line in table.splitlines() if line.startswith("| `constrained/")]
+    missing = []
+    for path in _modules():
+        relative = path.relative_to(PACKAGE)
+        if len(relative.parts) == 1:
+            if relative.name not in ("__main__.py",) and f"`constrained/{relative.name}`" not in table:
+                missing.append(str(relative))
+            continue
+        row = next((r for r in rows if r.startswith(f"| `constrained/{relative.parts[0]}/`")), "")
+        if relative.name != "__init__.py" and f"`{relative.name}`" not in row:
+            missing.append(str(relative))
+    assert not missing, f"the README's layout table does not name: {missing}"
+    layers = [LAYER_OF[row.split("`")[1].removeprefix("constrained/").rstrip("/").removesuffix(".py")] for row in rows]
+    assert layers == sorted(layers), "the layout table's rows are not in layer order"

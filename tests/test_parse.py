@@ -10,14 +10,8 @@ from constrained.dialects import DIALECTS
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
 
-WRITE_FILE = {
-    "name": "write_file",
-    "parameters": {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["path", "content"],
-    },
-}
+from sample_tools import RAW_DIALECTS, WRITE_FILE
+
 
 PROBES = ["123", "true", "null", "[1, 2]", '{"a": 1}', "\n    indented\n  [1, 2]\n\n", "    return x\n"]
 
@@ -72,7 +66,7 @@ REF_TOOL = {
 }
 
 
-@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47"])
+@pytest.mark.parametrize("dialect", RAW_DIALECTS)
 def test_raw_values_are_typed_by_the_schema(dialect):
     raw = {
         "limit": "10",
@@ -117,7 +111,7 @@ def test_a_union_of_string_and_integer_takes_the_integer_only_when_valid():
     assert read("five") == "five"
 
 
-@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47"])
+@pytest.mark.parametrize("dialect", RAW_DIALECTS)
 @pytest.mark.parametrize("raw", ["1\n", " 1", "\t[1]", "{}\r\n"], ids=repr)
 def test_raw_text_with_surrounding_whitespace_is_no_json_reading(dialect, raw):
     """The grammar writes JSON values without surrounding whitespace, so in

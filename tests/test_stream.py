@@ -8,24 +8,19 @@ import random
 import pytest
 
 from constrained.dialects import DIALECTS
+from constrained.errors import StreamClosedError
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
 from constrained.output.stream import ToolCallStreamParser
 
-WRITE_FILE = {
-    "name": "write_file",
-    "parameters": {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "mode": {"type": "integer"}},
-        "required": ["path", "content"],
-    },
-}
+from sample_tools import WRITE_FILE_WITH_MODE
+
 PROBES = ["123", "true", "null", "[1, 2]", '{"a": 1}', "\n    indented\n  [1, 2]\n\n", "    return x\n"]
 STREAMING_STRINGS = sorted(DIALECTS)
 
 
 def stream(text: str, dialect: str, sizes: random.Random):
-    parser = ToolCallStreamParser([WRITE_FILE], dialect)
+    parser = ToolCallStreamParser([WRITE_FILE_WITH_MODE], dialect)
     deltas = []
     position = 0
     while position < len(text):
@@ -55,8 +50,8 @@ def test_fragments_reconstruct_the_non_streaming_arguments(dialect, content):
         {"name": "write_file", "arguments": {"path": "123", "content": content, "mode": 5}},
         {"name": "write_file", "arguments": {"path": "b", "content": content}},
     ]
-    text = "Writing.\n" + render_tool_calls(calls, [WRITE_FILE], dialect)
-    expected = parse_tool_calls(text, [WRITE_FILE], dialect)
+    text = "Writing.\n" + render_tool_calls(calls, [WRITE_FILE_WITH_MODE], dialect)
+    expected = parse_tool_calls(text, [WRITE_FILE_WITH_MODE], dialect)
     assert expected.errors == [] and len(expected.tool_calls) == 2
     for seed in range(3):
         parser, deltas = stream(text, dialect, random.Random(seed))
@@ -71,7 +66,7 @@ def test_fragments_reconstruct_the_non_streaming_arguments(dialect, content):
 @pytest.mark.parametrize("dialect", STREAMING_STRINGS)
 def test_string_values_stream_before_the_call_ends(dialect):
     long_text = "line \"é\" \\ \U0001F600\n" * 40
-    text = render_tool_calls([{"name": "write_file", "arguments": {"path": "p", "content": long_text}}], [WRITE_FILE], dialect)
+    text = render_tool_calls([{"name": "write_file", "arguments": {"path": "p", "content": long_text}}], [WRITE_FILE_WITH_MODE], dialect)
     _, deltas = stream(text, dialect, random.Random(1))
     call_end = text.rindex("line")
     early = "".join(
@@ -87,19 +82,19 @@ def test_string_values_stream_before_the_call_ends(dialect):
 
 
 def parser_result_arguments(text: str, dialect: str) -> str:
-    (call,) = parse_tool_calls(text, [WRITE_FILE], dialect).tool_calls
+    (call,) = parse_tool_calls(text, [WRITE_FILE_WITH_MODE], dialect).tool_calls
     return call["function"]["arguments"]
 
 
 def test_text_that_might_start_a_call_is_held_back():
-    parser = ToolCallStreamParser([WRITE_FILE], "qwen3_coder")
+    parser = ToolCallStreamParser([WRITE_FILE_WITH_MODE], "qwen3_coder")
     assert parser.feed("Hello <tool") == [{"content": "Hello "}]
     assert parser.feed("box>") == [{"content": "<toolbox>"}]
 
 
 def test_a_streamed_call_found_invalid_at_its_end_is_reported():
     text = "<tool_call>\n<function=write_file>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>"
-    parser = ToolCallStreamParser([WRITE_FILE], "qwen3_coder")
+    parser = ToolCallStreamParser([WRITE_FILE_WITH_MODE], "qwen3_coder")
     deltas = parser.feed(text)
     assert deltas[0]["tool_calls"][0]["function"]["name"] == "write_file"
     final, content = parser.close()
@@ -113,7 +108,7 @@ def test_a_streamed_call_found_invalid_at_its_end_is_reported():
 
 def test_an_unknown_tool_is_never_streamed():
     text = "<tool_call>\n<function=rm>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>"
-    parser = ToolCallStreamParser([WRITE_FILE], "qwen3_coder")
+    parser = ToolCallStreamParser([WRITE_FILE_WITH_MODE], "qwen3_coder")
     deltas = parser.feed(text) + parser.close()
     assert all("tool_calls" not in d for d in deltas)
     assert parser.result is not None and parser.result.errors[0].tool == "rm"
@@ -128,7 +123,9 @@ def test_reasoning_is_not_streamed_as_content():
 
 
 def test_feed_after_close_is_an_error():
-    parser = ToolCallStreamParser([WRITE_FILE], "hermes")
+    parser = ToolCallStreamParser([WRITE_FILE_WITH_MODE], "hermes")
     parser.close()
     with pytest.raises(ValueError):
+        parser.feed("x")
+    with pytest.raises(StreamClosedError, match="after close"):
         parser.feed("x")

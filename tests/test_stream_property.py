@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from constrained import ToolCallStreamParser, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS
 
-from sample_tools import WEATHER
+from sample_tools import WEATHER, WRITE_FILE
 
 
 def tool(name: str, required: list[str], **properties: dict) -> dict:
@@ -17,7 +17,7 @@ def tool(name: str, required: list[str], **properties: dict) -> dict:
 
 
 STRING = {"type": "string"}
-TOOLS = [WEATHER, tool("write_file", ["path", "content"], path=STRING, content=STRING)]
+TOOLS = [WEATHER, WRITE_FILE]
 # Only for writing calls the stream's tools reject: any types, no required
 # keys, an undeclared parameter, an undeclared tool.
 LOOSE = [

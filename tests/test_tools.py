@@ -1,5 +1,5 @@
 """Tool loading: every accepted form, every error, the BFCL type mapping, and
-the real MCP and BFCL definitions in the shared corpus."""
+the real MCP and BFCL definitions in the corpus (tests/corpus/)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
 from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
-from ..grammar.emitter import ValueEmitter, ValueSyntax
+from ..grammar.emitter import ValueEmitter
+from ..grammar.syntax import ValueSyntax
 from ..frames.toolset import NormalizedTool
-from ..frames.accepts import frame_accepts, member_frames
+from ..frames.accepts import member_frames, union_branch
 from ..tokenizers import Tokenizer
 from .segments import CallSegment, Partial, Segment, Value, scan
 
@@ -48,8 +49,6 @@ class Dialect(ABC):
     value_syntax: ClassVar[ValueSyntax]
     trained_key_order: ClassVar[str]
     """Key order the family's chat template renders: "schema" or "alphabetical"."""
-    required_tokens: ClassVar[tuple[str, ...]]
-    """Markers that must be single tokens of the tokenizer."""
     end_tokens: ClassVar[tuple[str, ...]]
     """Markers that end a turn of text; those the tokenizer has are allowed
     (at least one must exist)."""
@@ -58,8 +57,9 @@ class Dialect(ABC):
     reasoning_tokens: ClassVar[tuple[str, ...]] = ()
     """Markers of the reasoning block (rule ``reasoning``); without them in
     the vocabulary the block is left out."""
-    call_separator: ClassVar[bool] = True
-    """Whether calls are separated (rule ``call_separator``) or adjacent."""
+    call_separator: ClassVar[str] = "\n"
+    """The text between two calls of one turn (the ``.lark`` file's rule
+    ``call_separator``); empty where calls are adjacent."""
     default_tokenizer: ClassVar[str] = "qwen3"
     """The built-in tokenizer that has this dialect's markers."""
     text_calls: ClassVar[tuple[str, str] | None] = None
@@ -87,6 +87,12 @@ class Dialect(ABC):
     """One turn of the family's chat format."""
     chat_roles: ClassVar[dict[str, str]] = {}
     """Role names the family spells differently (``assistant`` -> ``model``)."""
+
+    @property
+    def required_tokens(self) -> tuple[str, ...]:
+        """Markers that must be single tokens of the tokenizer: the call's
+        opening and closing."""
+        return (self.call_open, self.call_close)
 
     def chat_prompt(self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool]) -> str:
         """A prompt in the family's own turn format, for a model whose
@@ -127,6 +133,12 @@ class Dialect(ABC):
         """Why an enum or const string cannot be written and read back (a
         whole argument when ``top_level``, else a string inside a value), or ``None``."""
         return None
+
+    def value_problem(self, tool: NormalizedTool, text: str) -> str | None:
+        """Why ``text`` cannot be the whole value of an argument of ``tool``,
+        or ``None``: as :meth:`text_problem` judges one, unless the dialect
+        knows the tool's own limits."""
+        return self.text_problem(text, top_level=True)
 
     def grammar(self) -> str:
         """The fixed parts: ``grammars/<name>.lark``."""
@@ -210,7 +222,7 @@ def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> A
     its first option that accepts the value."""
     frame = schema.resolve(frame)
     if isinstance(frame, UnionFrame):
-        chosen = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), None)
+        chosen = union_branch(frame, value, schema.definitions)
         return value if chosen is None else arrange(value, chosen, schema, order)
     if isinstance(frame, ObjectFrame) and isinstance(value, dict):
         declared = [name for name, _ in frame.properties]

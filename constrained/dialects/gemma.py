@@ -15,13 +15,54 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, UnionFrame, resolve_frame
-from ..grammar.lark import literal
-from ..grammar.emitter import ValueEmitter, ValueSyntax, gemma_syntax
+from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, StringFrame, UnionFrame, resolve_frame
+from ..grammar.lark import literal, literals
+from ..grammar.emitter import ValueEmitter
+from ..grammar.syntax import ValueSyntax
 from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames
 from .base import Dialect, Markers, openai_function
 from .segments import Malformed, Parsed, Partial, Value, held_back
+
+
+@dataclass(frozen=True)
+class GemmaSyntax(ValueSyntax):
+    """Gemma's value syntax: bare keys, strings as raw text between
+    delimiter tokens, no spaces."""
+
+    string_delimiter: str = field(kw_only=True)
+    free_keys_keep_pattern: ClassVar[bool] = True
+
+    def key(self, name: str) -> str:
+        # A ':' in a declared key is its own lexeme, as the separator is:
+        # keys ``a`` and ``a:b`` then lex alike up to where they part.
+        return literals(*re.split("(:)", name), ":")
+
+    def any_key(self, name_terminal: str) -> str:
+        return f'{name_terminal} ":"'
+
+    def string_literal(self, value: str) -> str:
+        return self.delimit(literal(value)) if value else f"{self.string_delimiter} {self.string_delimiter}"
+
+    def string(self, emitter: ValueEmitter, frame: StringFrame, path: str) -> str:
+        return self.delimit(emitter.raw_text(frame, path) or "GEMMA_TEXT?")
+
+    def delimited_strings(self, values: Sequence[Any]) -> list[str]:
+        return [v for v in values if isinstance(v, str)]
+
+    def delimit(self, text: str) -> str:
+        return f"{self.string_delimiter} {text} {self.string_delimiter}"
+
+
+def gemma_syntax(string_delimiter: str) -> GemmaSyntax:
+    """Gemma's value syntax with its string delimiter token (``<|"|>`` for
+    Gemma 4, ``<escape>`` for FunctionGemma)."""
+    return GemmaSyntax(",", ",", "gemma_value", r"[A-Za-z_$][A-Za-z0-9_$.\-]*", string_delimiter=string_delimiter)
+
+
+CALL = "call:"
+"""What a call's body starts with, before the tool name (the ``.lark``
+file's ``call`` rule writes it too)."""
 
 
 class Gemma4(Dialect):
@@ -32,7 +73,6 @@ class Gemma4(Dialect):
     string_delimiter: ClassVar[str] = '<|"|>'
     call_open: ClassVar[str] = "<|tool_call>"
     call_close: ClassVar[str] = "<tool_call|>"
-    required_tokens = ("<|tool_call>", "<tool_call|>", '<|"|>')
     end_tokens = ("<turn|>", "<eos>")
     call_end_tokens = ("<|tool_response>",)
     chat_prefix = "<bos>"
@@ -40,11 +80,16 @@ class Gemma4(Dialect):
     chat_roles = {"assistant": "model"}
     reasoning_tokens: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
     reasoning_markers: ClassVar[tuple[str, str] | None] = ("<|channel>thought\n", "<channel|>")
-    call_separator = False
+    call_separator = ""
 
     declaration_markers: ClassVar[tuple[str, str]] = ("<|tool>", "<tool|>")
     tools: Mapping[str, NormalizedTool] = MappingProxyType({})
     """The tools whose declared keys the parser knows (:meth:`for_tools`)."""
+
+    @property
+    def required_tokens(self) -> tuple[str, ...]:
+        """The call markers and the string delimiter."""
+        return (*super().required_tokens, self.string_delimiter)
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         return f"{literal(tool.name)} {emitter.value(tool.root)}"
@@ -63,7 +108,7 @@ class Gemma4(Dialect):
         would also read as the one key ``a:1,b``), and ``<`` starts the string
         delimiter and every marker. A key the model invents in an open object
         is read up to its first ``:`` and keeps to
-        :attr:`~constrained.grammar.emitter.ValueSyntax.key_pattern`: its
+        :attr:`~constrained.grammar.syntax.ValueSyntax.key_pattern`: its
         ``:`` stays ambiguous, as it is in any untyped value."""
         if not key or any(c in key for c in _UNWRITABLE):
             return f"a bare key may not be empty or hold any of {_UNWRITABLE}"
@@ -84,7 +129,7 @@ class Gemma4(Dialect):
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         body = render_value(self.arranged(tool, arguments, key_order), self.string_delimiter)
-        return f"{self.call_open}call:{tool.name}{body}{self.call_close}"
+        return f"{self.call_open}{CALL}{tool.name}{body}{self.call_close}"
 
     def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Gemma4":
         bound = copy.copy(self)
@@ -132,9 +177,9 @@ class Gemma4(Dialect):
         arguments in the named tool's frames (nowhere for an unknown tool);
         no reader when the body does not start so."""
         brace = body.find("{")
-        if not body.startswith("call:") or brace < 0:
+        if not body.startswith(CALL) or brace < 0:
             return None, _NOWHERE
-        name = body[len("call:") : brace]
+        name = body[len(CALL) : brace]
         reader = _ValueReader(body, self.string_delimiter, name)
         reader.position = brace
         tool = self.tools.get(name)
@@ -148,7 +193,6 @@ class FunctionGemma(Gemma4):
     string_delimiter = "<escape>"
     call_open = "<start_function_call>"
     call_close = "<end_function_call>"
-    required_tokens = ("<start_function_call>", "<end_function_call>", "<escape>")
     end_tokens = ("<end_of_turn>", "<eos>")
     call_end_tokens = ("<start_function_response>",)
     chat_turn = "<start_of_turn>{role}\n{text}<end_of_turn>\n"

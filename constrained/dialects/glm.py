@@ -15,7 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..grammar.lark import literal, regex
-from ..grammar.emitter import JSON_SYNTAX, ValueEmitter, ValueSyntax
+from ..grammar.regex import escape
+from ..grammar.emitter import ValueEmitter
+from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from ..frames.toolset import NormalizedTool
 from .base import Markers
 from .raw_values import (
@@ -29,11 +31,15 @@ from .raw_values import (
 )
 from .segments import Malformed, Partial, Raw, Value
 
-CLOSE = "</arg_value>"
-OPEN_KEY, CLOSE_KEY, OPEN_VALUE = "<arg_key>", "</arg_key>", "<arg_value>"
-
-_KEY_TEXT = r"[^<\n]+"
+# The call markup, spelled once: the grammar, scanner, renderer, guards and
+# writability checks below are made from these.
+OPEN_KEY, CLOSE_KEY, OPEN_VALUE, CLOSE = "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"
+TAG_START = "<"
+"""What every tag starts with: a name or key ends before it."""
+_KEY_TEXT = rf"[^{re.escape(TAG_START)}\n]+"
 """Tool names and argument keys in the call markup."""
+_NAME = re.compile(_KEY_TEXT)
+_NAME_END = re.compile(re.escape(TAG_START))
 
 
 class Glm45(RawValueDialect):
@@ -41,7 +47,6 @@ class Glm45(RawValueDialect):
     argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
-    required_tokens = ("<tool_call>", "</tool_call>")
     end_tokens = ("<|user|>", "<|endoftext|>")
     call_end_tokens = ("<|observation|>", "<|endoftext|>")
     chat_prefix = "[gMASK]<sop>"
@@ -57,8 +62,8 @@ class Glm45(RawValueDialect):
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         newline = f" {literal(self.newline)}" if self.newline else ""
         values = self._values(markers, newline)
-        key_open = markers("<arg_key>")
-        key_close = f"{markers('</arg_key>')}{newline} {markers('<arg_value>')}"
+        key_open = markers(OPEN_KEY)
+        key_close = f"{markers(CLOSE_KEY)}{newline} {markers(OPEN_VALUE)}"
         bodies = []
         for frame in self.argument_objects(tool):
             extra = emitter.additional_member(
@@ -98,7 +103,7 @@ class Glm45(RawValueDialect):
     def _values(self, markers: Markers, newline: str) -> RawValues:
         # Raw text never holds the closing, nor spelled out before a closing
         # token (the parser reads text), nor the guard <arg_key>.
-        excluded = "(?s:.*(</arg_value>|<arg_key>).*)"
+        excluded = f"(?s:.*({escape(CLOSE)}|{escape(OPEN_KEY)}).*)"
         if markers.is_token(CLOSE):
             close = f"{markers(CLOSE)}{newline}"
             return RawValues(f"ARG_TEXT? {close}", close, None, excluded, python_literals=False)
@@ -107,27 +112,19 @@ class Glm45(RawValueDialect):
         )
 
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
-        nl = re.escape(self.newline.encode())
-        special = markers.is_token(CLOSE)
-        return RawTextSyntax(
-            call_open="<tool_call>",
-            call_close="</tool_call>",
-            opening=re.compile(
-                rb"(?:(?P<tool>[^<\n]+)|)" + nl + rb"<arg_key>(?P<key>[^<\n]+)</arg_key>" + nl + rb"<arg_value>"
-            ),
-            close=CLOSE,
-            close_is_token=special,
-            close_at_start=True,
-            json_may_hold_close=False,
+        nl, key_open, key_close, value_open = map(re.escape, (self.newline, OPEN_KEY, CLOSE_KEY, OPEN_VALUE))
+        opening = rf"(?:(?P<tool>{_KEY_TEXT})|){nl}{key_open}(?P<key>{_KEY_TEXT}){key_close}{nl}{value_open}"
+        return self.text_syntax(
+            re.compile(opening.encode()), CLOSE, close_is_token=markers.is_token(CLOSE), close_at_start=True
         )
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         nl = self.newline
         pairs = "".join(
-            f"<arg_key>{key}</arg_key>{nl}<arg_value>{raw_text(value)}</arg_value>{nl}"
+            f"{OPEN_KEY}{key}{CLOSE_KEY}{nl}{OPEN_VALUE}{raw_text(value)}{CLOSE}{nl}"
             for key, value in self.arranged(tool, arguments, key_order).items()
         )
-        return f"<tool_call>{tool.name}{nl}{pairs}</tool_call>"
+        return f"{self.call_open}{tool.name}{nl}{pairs}{self.call_close}"
 
     def walk(self, body: str, *, final: bool) -> Partial:
         """The name, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
@@ -177,12 +174,7 @@ class Glm45(RawValueDialect):
         return Partial(name, pairs)
 
 
-
-_NAME = re.compile(_KEY_TEXT)
-_NAME_END = re.compile(r"<")
-
-
 class Glm47(Glm45):
     name = "glm47"
     newline = ""
-    call_separator = False
+    call_separator = ""

@@ -15,7 +15,8 @@ import re
 from typing import Any
 
 from ..grammar.lark import literal
-from ..grammar.emitter import JSON_SYNTAX, ValueEmitter
+from ..grammar.emitter import ValueEmitter
+from ..grammar.syntax import JSON_SYNTAX
 from ..frames.toolset import NormalizedTool
 from .base import Dialect, Markers
 from .segments import Decoded, Malformed, Parsed, Partial, Value
@@ -25,7 +26,6 @@ class Hermes(Dialect):
     name = "hermes"
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
-    required_tokens = ("<tool_call>", "</tool_call>")
     end_tokens = ("<|im_end|>",)
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
@@ -38,7 +38,7 @@ class Hermes(Dialect):
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         ordered = self.arranged(tool, arguments, key_order)
         body = json.dumps({"name": tool.name, "arguments": ordered}, ensure_ascii=False)
-        return f"<tool_call>\n{body}\n</tool_call>"
+        return f"{self.call_open}\n{body}\n{self.call_close}"
 
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         """``{"name": ..., "arguments": {...}}`` with any JSON whitespace

@@ -22,7 +22,8 @@ from typing import Any, Iterator
 
 from ..grammar.lark import literal, literals, regex
 from ..grammar.regex import escape
-from ..grammar.emitter import JSON_SYNTAX, ValueEmitter
+from ..grammar.emitter import ValueEmitter
+from ..grammar.syntax import JSON_SYNTAX
 from ..frames.toolset import NormalizedTool
 from .base import Markers
 from .raw_values import (
@@ -37,15 +38,34 @@ from .raw_values import (
 )
 from .segments import FENCED, CallSegment, Malformed, Partial, Raw, Segment, Value, fences_in
 
-CLOSE = "\n</parameter>\n"
-CLOSING = "</parameter>"
+# The call markup, spelled once: the grammar, scanner, renderer, guards and
+# writability checks below are made from these.
 OPEN_FUNCTION = "<function="
 END_FUNCTION = "</function>"
 OPEN_PARAMETER = "<parameter="
-
-
-_KEY_TEXT = r"[^>\n]+"
+CLOSING = "</parameter>"
+TAG_END = ">"
+CLOSE = f"\n{CLOSING}\n"
+"""What ends a value: its closing tag on a line of its own."""
+_NAME_CHAR = rf"[^{re.escape(TAG_END)}\n]"
+"""A character of a tool name or argument key: anything but the end of
+its tag and a newline."""
+_KEY_TEXT = _NAME_CHAR + "+"
 """Tool names and argument keys in the call markup."""
+_NAME = re.compile(_KEY_TEXT)
+_TAG_REST = re.compile(rf"({_KEY_TEXT}){re.escape(TAG_END)}")
+_TAG_START = re.compile(_NAME_CHAR + "*")
+_OPENING = re.compile(
+    rf"(?:\n{re.escape(OPEN_FUNCTION)}(?P<tool>{_KEY_TEXT}){re.escape(TAG_END)}\n)?"
+    rf"{re.escape(OPEN_PARAMETER)}(?P<key>{_KEY_TEXT}){re.escape(TAG_END)}\n".encode()
+)
+"""The markup from the call token (or the end of the previous value) to
+where a value starts, for the raw-text masks."""
+
+
+def _parameter(key: str) -> str:
+    """The tag that opens the value of ``key``."""
+    return f"{OPEN_PARAMETER}{key}{TAG_END}"
 
 
 class Qwen3Coder(RawValueDialect):
@@ -53,23 +73,24 @@ class Qwen3Coder(RawValueDialect):
     argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
-    required_tokens = ("<tool_call>", "</tool_call>")
     end_tokens = ("<|im_end|>",)
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
     python_literals = True
     value_lead = "\n"
     value_trail = "\n"
-    any_guard = re.compile(r"\n(</parameter>)?(<parameter=[^>\n]+>|</function>)(?=\n)")
+    any_guard = re.compile(
+        rf"\n({re.escape(CLOSING)})?({re.escape(OPEN_PARAMETER)}{_KEY_TEXT}{re.escape(TAG_END)}"
+        rf"|{re.escape(END_FUNCTION)})(?=\n)"
+    )
     text_calls = ("text_bare_call", "any_call")
 
     def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
         """A line that is ``<parameter=KEY>`` of a declared KEY or
         ``</function>``, alone or right after ``</parameter>``."""
         keys = declared_keys(tool) if tool is not None else []
-        return tuple(
-            f"\n{closing}{tag}\n" for closing in ("", CLOSING) for tag in [*(f"<parameter={key}>" for key in keys), END_FUNCTION]
-        )
+        tags = [*map(_parameter, keys), END_FUNCTION]
+        return tuple(f"\n{closing}{tag}\n" for closing in ("", CLOSING) for tag in tags)
 
     def raw_values(self, tool: NormalizedTool, emitter: ValueEmitter) -> RawValues:
         """The raw-text rules of ``tool``'s values: lines of text, ended by a
@@ -79,12 +100,14 @@ class Qwen3Coder(RawValueDialect):
         lines = [CLOSING, *(guard.strip("\n") for guard in self.value_guards(tool))]
         line = emitter.rules.terminal("raw_line", f"/[^\\n]+/ & ~({' | '.join(map(literal, lines))})")
         keys = "|".join(escape(key) for key in declared_keys(tool))
-        tags = f"(</parameter>)?(<parameter=({keys})>|</function>)" if keys else "(</parameter>)?</function>"
+        closing, end = escape(CLOSING), escape(END_FUNCTION)
+        tag = f"{escape(OPEN_PARAMETER)}({keys}){escape(TAG_END)}"
+        tags = f"({closing})?({tag}|{end})" if keys else f"({closing})?{end}"
         return RawValues(
-            any_text=emitter.rules.add("raw_value", f'({line}? "\\n")+ "</parameter>\\n"'),
+            any_text=emitter.rules.add("raw_value", f'({line}? "\\n")+ {literal(CLOSING + chr(10))}'),
             close=literal(CLOSE),
             close_text=CLOSE,
-            excluded=f"(?s:(.*\\n)?(</parameter>|{tags})(\\n.*)?)",
+            excluded=f"(?s:(.*\\n)?({closing}|{tags})(\\n.*)?)",
             python_literals=self.python_literals,
         )
 
@@ -94,26 +117,18 @@ class Qwen3Coder(RawValueDialect):
         for frame in self.argument_objects(tool):
             members = emitter.members(
                 frame,
-                lambda key, value: f"{literals('<parameter=', key, '>' + chr(10))} {values.value(value, emitter, '/properties/' + key)}",
+                lambda key, value: f"{literals(OPEN_PARAMETER, key, TAG_END + chr(10))} {values.value(value, emitter, '/properties/' + key)}",
                 "",
                 emitter.additional_member(
                     frame, "", regex(_KEY_TEXT), self.any_key, lambda v: values.value(v, emitter, "/additionalProperties")
                 ),
                 "",
             )
-            bodies.append(f"{literal(tool.name + '>' + chr(10))} {members}".strip())
+            bodies.append(f"{literal(tool.name + TAG_END + chr(10))} {members}".strip())
         return " | ".join(f"({body})" for body in bodies)
 
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
-        return RawTextSyntax(
-            call_open="<tool_call>",
-            call_close="</tool_call>",
-            opening=re.compile(rb"(?:\n<function=(?P<tool>[^>\n]+)>\n)?<parameter=(?P<key>[^>\n]+)>\n"),
-            close=CLOSE,
-            close_is_token=False,
-            close_at_start=False,
-            json_may_hold_close=False,
-        )
+        return self.text_syntax(_OPENING, CLOSE, close_is_token=False, close_at_start=False)
 
     def name_problem(self, name: str) -> str | None:
         return None if _NAME.fullmatch(name) else "<function=NAME> needs a name without '>' or a newline"
@@ -130,13 +145,13 @@ class Qwen3Coder(RawValueDialect):
 
     @staticmethod
     def any_key(name_terminal: str) -> str:
-        return f'"<parameter=" {name_terminal} ">\\n"'
+        return f"{literal(OPEN_PARAMETER)} {name_terminal} {literal(TAG_END + chr(10))}"
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
-        lines = ["<tool_call>", f"<function={tool.name}>"]
+        lines = [self.call_open, f"{OPEN_FUNCTION}{tool.name}{TAG_END}"]
         for key, value in self.arranged(tool, arguments, key_order).items():
-            lines += [f"<parameter={key}>", raw_text(value), "</parameter>"]
-        lines += ["</function>", "</tool_call>"]
+            lines += [_parameter(key), raw_text(value), CLOSING]
+        lines += [END_FUNCTION, self.call_close]
         return "\n".join(lines)
 
     # -- reading -------------------------------------------------------------------
@@ -289,7 +304,3 @@ def _tag(text: str, position: int, final: bool, what: str, name: str | None = No
         return None, position
     raise Malformed(f"{what} is not closed with '>'", name)
 
-
-_NAME = re.compile(_KEY_TEXT)
-_TAG_REST = re.compile(r"([^>\n]+)>")
-_TAG_START = re.compile(r"[^>\n]*")

@@ -4,6 +4,7 @@ strings raw, every other value JSON, each followed by its closing marker."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from abc import abstractmethod
@@ -139,6 +140,9 @@ class RawTextSyntax:
     closing may be completed by text that began in the opening (qwen3_coder:
     no, a value's first line may not be ``</parameter>``). ``json_may_hold_close``:
     JSON values may contain the closing text, so only raw strings are followed.
+    The dialect's hooks come with it, so the tracker needs nothing else:
+    ``value_lead`` and ``value_guards`` as :class:`RawValueDialect` has them,
+    ``value_kind`` as :meth:`RawValueDialect.value_kind` with this closing.
     """
 
     call_open: str
@@ -148,6 +152,9 @@ class RawTextSyntax:
     close_is_token: bool
     close_at_start: bool
     json_may_hold_close: bool
+    value_lead: str
+    value_guards: Callable[[NormalizedTool | None], tuple[str, ...]]
+    value_kind: Callable[[NormalizedTool, str], ValueKind]
 
 
 class RawValueDialect(Dialect):
@@ -232,7 +239,26 @@ class RawValueDialect(Dialect):
 
     @abstractmethod
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
-        """How calls written for this tokenizer open and close their values."""
+        """How calls written for this tokenizer open and close their values
+        (:meth:`text_syntax` of the dialect's opening and closing)."""
+
+    def text_syntax(
+        self, opening: "re.Pattern[bytes]", close: str, *, close_is_token: bool, close_at_start: bool
+    ) -> RawTextSyntax:
+        """The :class:`RawTextSyntax` of this dialect's calls whose values
+        ``opening`` starts and ``close`` ends."""
+        return RawTextSyntax(
+            call_open=self.call_open,
+            call_close=self.call_close,
+            opening=opening,
+            close=close,
+            close_is_token=close_is_token,
+            close_at_start=close_at_start,
+            json_may_hold_close=False,
+            value_lead=self.value_lead,
+            value_guards=self.value_guards,
+            value_kind=functools.partial(self.value_kind, close=close),
+        )
 
     def value_kind(self, tool: NormalizedTool, key: str, close: str) -> ValueKind:
         """What the grammar allows as the value of ``key`` in a call of

@@ -15,58 +15,13 @@ rejects; :func:`unrepresentable` says why, or ``None``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..frames.toolset import NormalizedTool
-from ..frames.accepts import frame_accepts
-from ..schema.json_values import pattern_matches
 from ..tokenizers import Tokenizer
-from . import get_dialect
+from .registry import get_dialect
 from .base import Markers
-from .raw_values import RawValueDialect
-
-@dataclass(frozen=True)
-class Part:
-    """A key or a string inside a call's arguments."""
-
-    kind: str  # "key" or "string"
-    text: str
-    top: bool  # a top-level argument: its key, or its whole value
-    position: str  # keys: "declared", "extra" (an object frame's undeclared key) or "free" (inside an untyped value)
-
-
-def parts(value: Any, frame: Frame, schema: NormalizedSchema, depth: int = 0) -> Iterator[Part]:
-    """The keys and strings of ``value`` (the arguments at ``depth`` 0), each
-    with how the grammar writes it (a union takes its first option that
-    accepts the value, as the renderer does)."""
-    frame = schema.resolve(frame)
-    if isinstance(frame, UnionFrame):
-        frame = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), FreeFrame())
-        frame = schema.resolve(frame)
-    if isinstance(value, str):
-        yield Part("string", value, depth == 1, "")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            child: Frame = FreeFrame()
-            position = "free"
-            if isinstance(frame, ObjectFrame):
-                declared = frame.property(key)
-                matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
-                position = "extra" if declared is None else "declared"
-                child = declared or (matched[0] if matched else frame.additional) or FreeFrame()
-            elif isinstance(frame, EnumFrame):
-                position = "declared"
-            yield Part("key", key, depth == 0, position)
-            yield from parts(item, child, schema, depth + 1)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            child = FreeFrame()
-            if isinstance(frame, ArrayFrame):
-                prefix = frame.prefix_items
-                child = prefix[index] if index < len(prefix) else frame.items or FreeFrame()
-            yield from parts(item, child, schema, depth + 1)
+from .writable import parts
 
 
 def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any], tokenizer: Tokenizer) -> str | None:
@@ -84,13 +39,13 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
                 continue
             pattern = chosen.argument_key if part.top and chosen.argument_key else syntax.key_pattern
             # An untyped value's keys are JSON strings (any text, escaped) or Gemma's bare keys.
-            if (part.position == "extra" or syntax.name == "gemma") and not re.fullmatch(pattern, part.text):
+            if (part.position == "extra" or syntax.free_keys_keep_pattern) and not re.fullmatch(pattern, part.text):
                 return f"undeclared key {part.text!r} has characters the key syntax ({pattern}) cannot hold"
             if not part.top and (problem := chosen.key_problem(part.text, top_level=False)) is not None:
                 return f"key {part.text[:40]!r}: {problem}"
-        elif part.top and isinstance(chosen, RawValueDialect):  # by its own tool's guards
+        elif part.top:  # a whole value, judged with its own tool (raw text: the tool's guards)
             if (problem := chosen.value_problem(tool, part.text)) is not None:
                 return f"raw text {part.text[:40]!r}: {problem}"
-        elif (problem := chosen.text_problem(part.text, top_level=part.top)) is not None:
-            return f"{'raw text' if part.top else 'string'} {part.text[:40]!r}: {problem}"
+        elif (problem := chosen.text_problem(part.text, top_level=False)) is not None:
+            return f"string {part.text[:40]!r}: {problem}"
     return None

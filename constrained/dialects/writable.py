@@ -7,6 +7,8 @@ special tokens, a raw value holding its own closing) would give a grammar
 that accepts calls the parser then misreads, or none at all. Such a tool
 is left out of the set (the compiler and the parser alike), with a
 :class:`CompileError` naming the tool, the place, the dialect and why.
+The walk of a value's keys and strings (:func:`parts`) also serves the check
+of a call's arguments (:mod:`.representable`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any, Iterator
 
 from .base import Dialect
 from ..errors import CompileError
-from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, RefFrame, UnionFrame
+from ..frames.accepts import union_branch
+from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, RefFrame, UnionFrame
+from ..schema.json_values import pattern_matches
 from ..schema.refs import pointer_token
 from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet
 from ..tokenizers import Tokenizer
@@ -121,20 +125,52 @@ def _texts(tool: NormalizedTool) -> Iterator[_Text]:
                 stack.append((frame.items, f"{where}/items", depth + 1))
         elif isinstance(frame, EnumFrame):
             for value in frame.values:
-                yield from _literal_texts(value, f"{where}/enum", depth == 1)
+                yield from _literal_texts(value, frame, tool.schema, f"{where}/enum", depth)
 
 
-def _literal_texts(value: Any, where: str, top_level: bool) -> Iterator[_Text]:
-    """The keys and strings of one enum/const value."""
-    stack = [(value, top_level)]
-    while stack:
-        item, top = stack.pop()
-        if isinstance(item, str):
-            yield _Text("string", item, where, top)
-        elif isinstance(item, dict):
-            for key, member in item.items():
-                yield _Text("key", key, where, False)
-                stack.append((member, False))
-        elif isinstance(item, list):
-            stack.extend((member, False) for member in item)
+def _literal_texts(value: Any, frame: Frame, schema: NormalizedSchema, where: str, depth: int) -> Iterator[_Text]:
+    """The keys and strings of one enum/const value of ``frame``."""
+    for part in parts(value, frame, schema, depth):
+        yield _Text(part.kind, part.text, where, part.top)
 
+
+@dataclass(frozen=True)
+class Part:
+    """A key or a string inside a value (a call's arguments, an enum member)."""
+
+    kind: str  # "key" or "string"
+    text: str
+    top: bool  # a top-level argument: its key, or its whole value
+    position: str  # keys: "declared", "extra" (an object frame's undeclared key) or "free" (inside an untyped value)
+
+
+def parts(value: Any, frame: Frame, schema: NormalizedSchema, depth: int = 0) -> Iterator[Part]:
+    """The keys and strings of ``value`` (the arguments at ``depth`` 0), each
+    with how the grammar writes it (a union takes its first option that
+    accepts the value, as the renderer does)."""
+    frame = schema.resolve(frame)
+    if isinstance(frame, UnionFrame):
+        frame = union_branch(frame, value, schema.definitions) or FreeFrame()
+        frame = schema.resolve(frame)
+    if isinstance(value, str):
+        yield Part("string", value, depth == 1, "")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            child: Frame = FreeFrame()
+            position = "free"
+            if isinstance(frame, ObjectFrame):
+                declared = frame.property(key)
+                matched = [f for pattern, f in frame.pattern_properties if pattern_matches(pattern, key)]
+                position = "extra" if declared is None else "declared"
+                child = declared or (matched[0] if matched else frame.additional) or FreeFrame()
+            elif isinstance(frame, EnumFrame):
+                position = "declared"
+            yield Part("key", key, depth == 0, position)
+            yield from parts(item, child, schema, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            child = FreeFrame()
+            if isinstance(frame, ArrayFrame):
+                prefix = frame.prefix_items
+                child = prefix[index] if index < len(prefix) else frame.items or FreeFrame()
+            yield from parts(item, child, schema, depth + 1)

@@ -34,6 +34,13 @@ def frame_accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {
         return False
 
 
+def union_branch(union: UnionFrame, value: Any, definitions: Mapping[str, Frame] = {}) -> Frame | None:
+    """The option of ``union`` that ``value`` takes where one must be chosen
+    (the renderer's key order, the writability and conformance checks): the
+    first that accepts it, or ``None`` when none does."""
+    return next((option for option in union.options if frame_accepts(option, value, definitions)), None)
+
+
 def _accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame]) -> bool:
     if isinstance(frame, RefFrame):
         return _accepts(definitions[frame.name], value, definitions)

@@ -1,26 +1,21 @@
-"""Frames -> Lark rules for values, in JSON syntax or Gemma's value syntax.
+"""Frames -> Lark rules for values, in any dialect's value syntax.
 
-One emitter serves every dialect: a :class:`ValueSyntax` says how a dialect
-writes keys, strings, separators and literals; the emitter turns each frame
-into rules with every constraint the token automaton can enforce exactly.
-Numbers and JSON strings are ``%json`` leaves (llguidance enforces bounds,
-``multipleOf``, lengths, patterns and formats there); objects and arrays are
-rules of our own, so key order, required keys, closed objects and recursion
-are ours to decide. What cannot be enforced exactly is relaxed to a superset
-and reported through :attr:`ValueEmitter.warnings`.
+One emitter serves every dialect: a :class:`~.syntax.ValueSyntax` says how
+a dialect writes keys, strings, separators and literals; the emitter turns
+each frame into rules with every constraint the token automaton can enforce
+exactly. Numbers and JSON strings are ``%json`` leaves (llguidance enforces
+bounds, ``multipleOf``, lengths, patterns and formats there, see
+:mod:`.number_leaves`); objects and arrays are rules of our own, so key
+order, required keys, closed objects and recursion are ours to decide. What
+cannot be enforced exactly is relaxed to a superset and reported through
+:attr:`ValueEmitter.warnings`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import re
-from dataclasses import dataclass
-from decimal import Decimal
-from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
-
-import llguidance
 
 from ..frames.model import (
     ArrayFrame,
@@ -40,28 +35,16 @@ from ..frames.model import (
 )
 from ..errors import SchemaWarning
 from ..schema.formats import FORMAT_PATTERNS
-from ..schema.json_values import exact
-from .lark import RuleSet, json_leaf, literal, literals, regex, repeat
+from .lark import RuleSet, json_leaf, literal, regex, repeat
+from .number_leaves import number_leaf
 from .regex import ecma_to_rust, without_text
-
-KEY_ORDERS = ("trained", "schema", "alphabetical", "any")
+from .syntax import ValueSyntax
 
 # Largest object tracked exactly in any key order (2**8 subsets of keys).
 MAX_ANY_ORDER_KEYS = 8
 
 # Largest item count spelled out as a repetition; beyond it the count is relaxed.
 MAX_COUNTED_ITEMS = 100
-
-# Largest multipleOf step enforced, as its decimal digits without trailing
-# zeros read as an integer (0.0075 -> 75, 86400 -> 864): llguidance builds an
-# automaton with about that many states (a prime near 10**5 adds half a
-# second to a compile; 123456789 exhausts memory and aborts the process).
-MAX_MULTIPLE_STEP = 10_000
-
-# Largest magnitude of a numeric bound enforced: llguidance 1.9.1 refuses
-# integer ranges from about 2**62 on, and beyond 2**63 turns an integer bound
-# into a wrong one without a word (maximum 1e300 rejected 10**299).
-MAX_BOUND = 10**18
 
 # Largest length counted in raw text that must also exclude its closing text:
 # llguidance 1.9.1 rejects valid text for larger counts in such an intersection.
@@ -71,69 +54,8 @@ Member = Callable[[str, Frame], str]
 """Lark expression for one ``key: value`` member of an object."""
 
 
-@dataclass(frozen=True)
-class ValueSyntax:
-    """How one family of dialects writes structured values."""
-
-    name: str
-    member_separator: str
-    item_separator: str
-    free_rule: str
-    key_pattern: str
-    """Regex of the key text written for a key that is not declared (declared
-    keys are literals): JSON keys without escapes, Gemma's bare keys."""
-    string_delimiter: str | None = None
-    excluded_text: str | None = None
-    """Text no JSON string (value or key) may contain: a closing marker the
-    dialect's parsers look for in the raw text of a whole value."""
-
-    def key(self, name: str) -> str:
-        """Lark for a declared key and the separator after it, lexed as
-        :meth:`any_key` is (a union may allow both at one place)."""
-        if self.name == "json":
-            return literals('"', json.dumps(name, ensure_ascii=False)[1:-1], '": ')
-        # A ':' in a declared Gemma key is its own lexeme, as the separator is:
-        # keys ``a`` and ``a:b`` then lex alike up to where they part.
-        return literals(*re.split("(:)", name), ":")
-
-    def any_key(self, name_terminal: str) -> str:
-        """Lark for a key that is not declared, given the terminal of its text."""
-        if self.name == "json":
-            return f'"\\"" {name_terminal} "\\": "'
-        return f'{name_terminal} ":"'
-
-
-    def scalar(self, value: Any) -> str:
-        """Lark for one literal value (enum and const members). Arrays and
-        objects are written piece by piece, lexed as the rules for other
-        values of their type are (a union may allow both at one place)."""
-        if isinstance(value, list):
-            items = f" {literal(self.item_separator)} ".join(self.scalar(v) for v in value)
-            return f'"[" {items} "]"' if value else '"[]"'
-        if isinstance(value, dict):
-            members = f" {literal(self.member_separator)} ".join(f"{self.key(k)} {self.scalar(v)}" for k, v in value.items())
-            return f'"{{" {members} "}}"' if value else '"{}"'
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and exact(value).denominator == 1:
-            # JSON Schema's equality makes 2 and 2.0 (and 1e30) one member: both spellings.
-            return f"({literal(str(int(exact(value))))} | {literal(json.dumps(float(value)))})"
-        if self.name == "json" or not isinstance(value, str):
-            return literal(json.dumps(value, ensure_ascii=False))
-        inner = f" {literal(value)} " if value else " "
-        return f"{self.string_delimiter}{inner}{self.string_delimiter}"
-
-
 # Literal alternatives past this many are emitted as one lexeme (ValueEmitter.choice).
 LARGE_CHOICE = 256
-
-JSON_SYNTAX = ValueSyntax("json", ", ", ", ", "json_value", r'[^"\\\x00-\x1f]+')
-
-
-def gemma_syntax(string_delimiter: str) -> ValueSyntax:
-    """Gemma's value syntax with its string delimiter token (``<|"|>`` for
-    Gemma 4, ``<escape>`` for FunctionGemma)."""
-    return ValueSyntax("gemma", ",", ",", "gemma_value", r"[A-Za-z_$][A-Za-z0-9_$.\-]*", string_delimiter)
-
-
 
 
 class ValueEmitter:
@@ -207,7 +129,7 @@ class ValueEmitter:
         if isinstance(frame, StringFrame):
             return self.string(frame, path)
         if isinstance(frame, (IntegerFrame, NumberFrame)):
-            return self.number(frame, path)
+            return number_leaf(frame, path, self.warn)
         if isinstance(frame, BooleanFrame):
             return '"true" | "false"'
         if isinstance(frame, NullFrame):
@@ -226,10 +148,9 @@ class ValueEmitter:
         """Lark for one of ``values``. Past :data:`LARGE_CHOICE` members the
         scalars become one lexeme (see :meth:`choice`); strings between
         delimiter tokens keep the tokens outside it."""
-        delimiter = self.syntax.string_delimiter
         if len(values) <= LARGE_CHOICE:
             return " | ".join(self.syntax.scalar(v) for v in values)
-        delimited = [v for v in values if isinstance(v, str) and delimiter is not None]
+        delimited = self.syntax.delimited_strings(values)
         composite = [v for v in values if isinstance(v, (list, dict))]
         plain = [v for v in values if v not in composite and v not in delimited]
         parts = [self.syntax.scalar(v) for v in composite + [v for v in delimited if v == ""]]
@@ -237,7 +158,7 @@ class ValueEmitter:
             parts.append(self.choice("enum", [self.syntax.scalar(v) for v in plain]))
         texts = [literal(v) for v in delimited if v]
         if texts:
-            parts.append(f"{delimiter} {self.choice('enum_text', texts)} {delimiter}")
+            parts.append(self.syntax.delimit(self.choice("enum_text", texts)))
         return " | ".join(parts)
 
     def choice(self, hint: str, alternatives: Sequence[str]) -> str:
@@ -249,46 +170,30 @@ class ValueEmitter:
         joined = " | ".join(alternatives)
         return joined if len(alternatives) <= LARGE_CHOICE else self.rules.terminal(hint, joined)
 
-    def number(self, frame: IntegerFrame | NumberFrame, path: str) -> str:
-        """A ``%json`` number leaf, without the keywords llguidance cannot
-        enforce (each reported): a ``multipleOf`` it gets wrong or cannot
-        afford, bounds beyond :data:`MAX_BOUND` or that it refuses."""
-        schema = number_schema(frame)
-        if frame.multiple_of is not None and not multiple_enforceable(frame.kind, frame.multiple_of):
-            del schema["multipleOf"]
-            self.warn(path, "multipleOf", f"multipleOf {frame.multiple_of} is not enforced during generation")
-        bounds = [k for k in schema if k not in ("type", "multipleOf")]
-        for keyword in [k for k in bounds if abs(schema[k]) > MAX_BOUND]:
-            self.warn(path, keyword, f"{keyword} {schema.pop(keyword)} is not enforced during generation")
-        if not llguidance_reads(json.dumps(schema)):
-            bounds = [k for k in schema if k not in ("type", "multipleOf")]
-            # One bound alone may be the trouble.
-            alone = [k for k in bounds if llguidance_reads(json.dumps({x: v for x, v in schema.items() if x != k}))]
-            for keyword in alone[:1] or bounds:
-                self.warn(path, keyword, f"{keyword} {schema.pop(keyword)} is not enforced during generation")
-        return json_leaf(schema)
-
     def string(self, frame: StringFrame, path: str) -> str:
-        if self.syntax.name == "json":
-            schema: dict[str, Any] = {"type": "string"}
-            if frame.min_length:
-                schema["minLength"] = frame.min_length
-            if frame.max_length is not None:
-                schema["maxLength"] = frame.max_length
-            # Whole-string patterns in the automaton's syntax, the format's
-            # first: llguidance's own formats and ECMA reading differ from
-            # the frames' (its dates ignore leap years, its \s is Rust's).
-            patterns = [FORMAT_PATTERNS[frame.format]] if frame.format is not None else []
-            patterns += [t for t in (self._translated(p, path) for p in frame.patterns) if t is not None]
-            if patterns:
-                schema["pattern"] = f"^(?:{patterns[0]})$"
-                if len(patterns) > 1:
-                    self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
-            if self.syntax.excluded_text is not None:
-                return json_leaf({"allOf": [schema, {"pattern": without_text(self.syntax.excluded_text)}]})
-            return json_leaf(schema)
-        delimiter = self.syntax.string_delimiter
-        return f"{delimiter} {self.raw_text(frame, path) or 'GEMMA_TEXT?'} {delimiter}"
+        """Lark for a string under ``frame``'s constraints, as the syntax writes it."""
+        return self.syntax.string(self, frame, path)
+
+    def json_string(self, frame: StringFrame, path: str) -> str:
+        """A ``%json`` string leaf: lengths, the format's pattern and the
+        first pattern enforced, and no :attr:`ValueSyntax.excluded_text`."""
+        schema: dict[str, Any] = {"type": "string"}
+        if frame.min_length:
+            schema["minLength"] = frame.min_length
+        if frame.max_length is not None:
+            schema["maxLength"] = frame.max_length
+        # Whole-string patterns in the automaton's syntax, the format's
+        # first: llguidance's own formats and ECMA reading differ from
+        # the frames' (its dates ignore leap years, its \s is Rust's).
+        patterns = [FORMAT_PATTERNS[frame.format]] if frame.format is not None else []
+        patterns += [t for t in (self._translated(p, path) for p in frame.patterns) if t is not None]
+        if patterns:
+            schema["pattern"] = f"^(?:{patterns[0]})$"
+            if len(patterns) > 1:
+                self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
+        if self.syntax.excluded_text is not None:
+            return json_leaf({"allOf": [schema, {"pattern": without_text(self.syntax.excluded_text)}]})
+        return json_leaf(schema)
 
     def raw_text(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
         """Lark for the unquoted text of a constrained string (``None`` when
@@ -523,44 +428,3 @@ def _either(first: str, second: str) -> str:
     if not second:
         return f"({first})?"
     return f"({first}) | {second}"
-
-
-@lru_cache(maxsize=1024)
-def multiple_enforceable(kind: str, step: int | float) -> bool:
-    """Whether llguidance enforces ``multipleOf: step`` on a ``kind`` number
-    exactly, as measured with llguidance 1.9.1: an integral step of at most
-    :data:`MAX_MULTIPLE_STEP` units, or a power of ten down to 0.0001.
-    Other fractional steps are not: it refuses some floats it cannot read
-    exactly (0.07 becomes 7000000000000001 units), rejects multiples written
-    with fewer decimals than the step (0.5 for 0.25, 0.015 for 0.0075), and
-    rejects the exponent form ``json.dumps`` gives below 0.0001 (3e-08)."""
-    digits, exponent = Decimal(repr(step)).normalize().as_tuple()[1:]
-    units = int("".join(map(str, digits)))
-    if not ((exponent >= 0 and units <= MAX_MULTIPLE_STEP) or (units == 1 and exponent >= -4)):
-        return False
-    return llguidance_reads(json.dumps({"type": kind, "multipleOf": step}))
-
-
-@lru_cache(maxsize=1024)
-def llguidance_reads(schema: str) -> bool:
-    """Whether llguidance compiles the JSON Schema ``schema`` (JSON text) as
-    a ``%json`` leaf."""
-    return not llguidance.LLMatcher.validate_grammar(f"start: %json {schema}")
-
-
-def number_schema(frame: IntegerFrame | NumberFrame) -> dict[str, Any]:
-    """The JSON Schema llguidance enforces for a numeric frame."""
-    schema: dict[str, Any] = {"type": frame.kind}
-    if isinstance(frame, IntegerFrame):
-        if frame.minimum is not None:
-            schema["minimum"] = frame.minimum
-        if frame.maximum is not None:
-            schema["maximum"] = frame.maximum
-    else:
-        if frame.minimum is not None:
-            schema["exclusiveMinimum" if frame.exclusive_minimum else "minimum"] = frame.minimum
-        if frame.maximum is not None:
-            schema["exclusiveMaximum" if frame.exclusive_maximum else "maximum"] = frame.maximum
-    if frame.multiple_of is not None:
-        schema["multipleOf"] = frame.multiple_of
-    return schema

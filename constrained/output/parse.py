@@ -35,9 +35,10 @@ _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 
 
 @dataclass(frozen=True)
-class CallError:
+class RejectedCall:
     """Why one call was rejected: the reason, the tool's name when known,
-    and the call's byte span in the text."""
+    and the call's byte span in the text. A record in
+    :attr:`ParseResult.errors`, not an exception."""
 
     reason: str
     tool: str | None
@@ -55,7 +56,7 @@ class ParseResult:
 
     content: str
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[CallError] = field(default_factory=list)
+    errors: list[RejectedCall] = field(default_factory=list)
     reasoning: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
     content: list[str] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
-    errors: list[CallError] = []
+    errors: list[RejectedCall] = []
     for segment in chosen.for_tools(by_name).scan(text):
         if segment.kind == "reasoning":
             reasoning.append(segment.text)
@@ -95,7 +96,7 @@ def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
                 calls.append(openai_call(segment, by_name, chosen.python_literals, left_out))
             except CallRejected as exc:
                 content.append(segment.text)
-                errors.append(CallError(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
+                errors.append(RejectedCall(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
     return ParseResult("".join(content), calls, errors, "".join(reasoning) if reasoning else None)
 
 
@@ -239,4 +240,4 @@ def _byte_span(text: str, start: int, end: int) -> tuple[int, int]:
     return begin, begin + len(text[start:end].encode("utf-8"))
 
 
-__all__ = ["CallError", "ParseResult", "Segment", "parse_tool_calls"]
+__all__ = ["ParseResult", "RejectedCall", "Segment", "parse_tool_calls"]

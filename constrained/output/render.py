@@ -37,7 +37,7 @@ def render_tool_calls(
         if name not in by_name:
             raise ToolDefinitionError(f"call of {name!r}, which is not among the tools ({', '.join(by_name)})")
         texts.append(chosen.render_call(by_name[name], arguments, key_order))
-    return ("\n" if chosen.call_separator else "").join(texts)
+    return chosen.call_separator.join(texts)
 
 
 def _name_and_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

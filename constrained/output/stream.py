@@ -52,6 +52,7 @@ from typing import Any, Callable, Mapping
 from ..dialects import get_dialect
 from ..dialects.base import Dialect
 from ..dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, held_back
+from ..errors import StreamClosedError
 from .parse import (
     CallRejected,
     ParseResult,
@@ -99,7 +100,7 @@ class ToolCallStreamParser:
     def feed(self, delta: str) -> list[Delta]:
         """Add model text; return the deltas it settles."""
         if self.result is not None:
-            raise ValueError("feed() after close()")
+            raise StreamClosedError("feed() after close(): the stream's result is final; use a new ToolCallStreamParser for new output")
         self.text += delta
         return self._advance(final=False)
 

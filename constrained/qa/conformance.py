@@ -43,7 +43,7 @@ from ..output.parse import parse_tool_calls
 from ..frames.normalize import normalize_schema
 from ..schema.keywords import walk_schemas
 from ..schema.refs import Specification, schema_id, specification_of
-from ..frames.accepts import frame_accepts, member_frames
+from ..frames.accepts import member_frames, union_branch
 from ..schema.json_values import json_key
 from ..tokenizers import Tokenizer
 
@@ -231,7 +231,7 @@ def _as_written(value: Any, frame: Frame, schema: NormalizedSchema) -> Any:
     value as the member it equals (its key order, its number spelling)."""
     frame = schema.resolve(frame)
     if isinstance(frame, UnionFrame):
-        chosen = next((o for o in frame.options if frame_accepts(o, value, schema.definitions)), None)
+        chosen = union_branch(frame, value, schema.definitions)
         return value if chosen is None else _as_written(value, chosen, schema)
     if isinstance(frame, EnumFrame):
         return next((member for member in frame.values if json_key(member) == json_key(value)), value)

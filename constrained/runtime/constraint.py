@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from ..errors import ConstraintError
-from .text_masks import frame_trackers
+from ..errors import ArgumentError, ConstraintError
+from .frame_tracker import frame_trackers
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,9 +92,11 @@ class ToolCallConstraint:
         num_threads: int | None = None,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ArgumentError(f"batch_size must be at least 1, got {batch_size}", argument="batch_size")
         if on_violation not in ON_VIOLATION:
-            raise ValueError(f"on_violation must be one of {ON_VIOLATION}, got {on_violation!r}")
+            raise ArgumentError(
+                f"on_violation must be one of {', '.join(ON_VIOLATION)}, got {on_violation!r}", argument="on_violation"
+            )
         self.compiled = compiled
         self.batch_size = batch_size
         self.on_violation: OnViolation = on_violation
@@ -153,7 +155,11 @@ class ToolCallConstraint:
         loop pads them)."""
         ids = token_ids.tolist() if hasattr(token_ids, "tolist") else list(token_ids)
         if len(ids) != self.batch_size:
-            raise ValueError(f"consume() needs one token per row ({self.batch_size}), got {len(ids)}")
+            raise ArgumentError(
+                f"consume() needs one token per row ({self.batch_size}), got {len(ids)}; "
+                "feed a single row with consume_row()",
+                argument="token_ids",
+            )
         for row, token in enumerate(ids):
             if not self.is_finished(row):
                 self._feed(row, int(token))
@@ -221,7 +227,7 @@ class ToolCallConstraint:
         ``row`` is None). Rolling back over a violation restores the
         constraint; a finished row becomes active again."""
         if num_tokens < 0:
-            raise ValueError(f"num_tokens must not be negative, got {num_tokens}")
+            raise ArgumentError(f"num_tokens must not be negative, got {num_tokens}", argument="num_tokens")
         rows = range(self.batch_size) if row is None else [row]
         for r in rows:
             self._masked[r] = False

@@ -20,8 +20,9 @@ from ..compiler import CompiledTools, compile_tools
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
-from ..errors import GenerationError
-from ..output.parse import CallError, parse_tool_calls
+from ..errors import ArgumentError, GenerationError
+from ..options import CompileOptions, ToolChoice
+from ..output.parse import RejectedCall, parse_tool_calls
 from ..tokenizers import Tokenizer, load_tokenizer
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class GenerationResult:
     token_ids: list[int]
     content: str | None
     tool_calls: list[dict[str, Any]]
-    errors: list[CallError]
+    errors: list[RejectedCall]
     reasoning: str | None
     finished: bool
     """The sequence ended (an end token, or its grammar completed) rather
@@ -80,9 +81,10 @@ def generate(
     tools: Sequence[Any] | CompiledTools,
     dialect: str | None = None,
     *,
-    tool_choice: str = "auto",
+    tool_choice: ToolChoice = "auto",
     parallel_tool_calls: bool = True,
     reasoning: bool = True,
+    options: CompileOptions | None = None,
     max_new_tokens: int = 256,
     do_sample: bool = False,
     temperature: float = 1.0,
@@ -99,8 +101,10 @@ def generate(
     ``prompt_or_messages`` is a user message (str), a list of chat messages,
     or a list of those for a batch (then a list of results is returned).
     ``tools`` are tool definitions in any accepted format, or a
-    :class:`CompiledTools` (then ``dialect`` and ``tool_choice`` come from
-    it). The prompt is built with ``chat_tokenizer``'s chat template when it
+    :class:`CompiledTools` (then ``dialect`` and the options come from it).
+    The compile options are keyword arguments (``tool_choice``,
+    ``parallel_tool_calls``, ``reasoning``) or one ``options`` object
+    (:class:`~constrained.options.CompileOptions`). The prompt is built with ``chat_tokenizer``'s chat template when it
     has one, else in the dialect's own turn format with the tools listed as
     JSON in a system turn. ``constrain=False`` runs the same loop without the
     mask, for comparison.
@@ -108,15 +112,16 @@ def generate(
     import torch
 
     if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        raise ArgumentError(f"max_new_tokens must be at least 1, got {max_new_tokens}", argument="max_new_tokens")
+    keywords = CompileOptions(tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
+    options = CompileOptions.resolve(options, keywords)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
     if isinstance(tools, CompiledTools):
         compiled = tools
     else:
         if dialect is None:
             raise GenerationError("generate() needs a dialect (or a CompiledTools)")
-        compiled = compile_tools(tools, dialect=dialect, tokenizer=tok, tool_choice=tool_choice,
-                                 parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
+        compiled = compile_tools(tools, dialect=dialect, tokenizer=tok, options=options)
     batch_input = _is_batch(prompt_or_messages)
     prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
     texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
@@ -153,7 +158,10 @@ class _Sampler:
         import torch
 
         if do_sample and temperature <= 0:
-            raise ValueError(f"temperature must be positive when sampling, got {temperature}")
+            raise ArgumentError(
+                f"temperature must be positive when sampling, got {temperature}; use do_sample=False for greedy decoding",
+                argument="temperature",
+            )
         self.do_sample = do_sample
         self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
         self.generator = torch.Generator()

@@ -1,0 +1,109 @@
+"""How a family of dialects writes structured values, as one object.
+
+The emitter (:mod:`.emitter`) asks a :class:`ValueSyntax` for everything that
+differs between value syntaxes (keys, string literals, constrained strings,
+separators, the rule for any value), so it never needs to know which syntax it
+writes. :data:`JSON_SYNTAX` is JSON, the neutral syntax: hermes calls and the
+JSON values of the raw-value dialects. A dialect with a value syntax of its
+own subclasses :class:`ValueSyntax` in its own module (Gemma's bare keys and
+delimited strings are in :mod:`constrained.dialects.gemma`).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+from ..frames.model import StringFrame
+from ..schema.json_values import exact
+from .lark import literal, literals
+
+if TYPE_CHECKING:
+    from .emitter import ValueEmitter
+
+
+@dataclass(frozen=True)
+class ValueSyntax(ABC):
+    """How one family of dialects writes structured values. Subclasses say
+    how keys and strings are written; the rest is JSON's."""
+
+    member_separator: str
+    item_separator: str
+    free_rule: str
+    key_pattern: str
+    """Regex of the key text written for a key that is not declared (declared
+    keys are literals): JSON keys without escapes, Gemma's bare keys."""
+    excluded_text: str | None = None
+    """Text no JSON string (value or key) may contain: a closing marker the
+    dialect's parsers look for in the raw text of a whole value."""
+
+    free_keys_keep_pattern: ClassVar[bool] = False
+    """Whether the keys inside an untyped value (:attr:`free_rule`) keep to
+    :attr:`key_pattern` too, as bare keys do (JSON writes any key, escaped)."""
+
+    @abstractmethod
+    def key(self, name: str) -> str:
+        """Lark for a declared key and the separator after it, lexed as
+        :meth:`any_key` is (a union may allow both at one place)."""
+
+    @abstractmethod
+    def any_key(self, name_terminal: str) -> str:
+        """Lark for a key that is not declared, given the terminal of its text."""
+
+    @abstractmethod
+    def string_literal(self, value: str) -> str:
+        """Lark for one string constant (enum and const members)."""
+
+    @abstractmethod
+    def string(self, emitter: ValueEmitter, frame: StringFrame, path: str) -> str:
+        """Lark for a string under ``frame``'s constraints."""
+
+    def delimited_strings(self, values: Sequence[Any]) -> list[str]:
+        """The strings among ``values`` written as text between delimiter
+        tokens, which a large enum keeps out of its one lexeme (see
+        :meth:`delimit`); none where a string is one lexeme with its quotes."""
+        return []
+
+    def delimit(self, text: str) -> str:
+        """Lark for a string whose text (between the delimiters) is ``text``;
+        only for syntaxes with :meth:`delimited_strings`."""
+        raise NotImplementedError(f"{type(self).__name__} writes no delimited strings")
+
+    def scalar(self, value: Any) -> str:
+        """Lark for one literal value (enum and const members). Arrays and
+        objects are written piece by piece, lexed as the rules for other
+        values of their type are (a union may allow both at one place)."""
+        if isinstance(value, list):
+            items = f" {literal(self.item_separator)} ".join(self.scalar(v) for v in value)
+            return f'"[" {items} "]"' if value else '"[]"'
+        if isinstance(value, dict):
+            members = f" {literal(self.member_separator)} ".join(f"{self.key(k)} {self.scalar(v)}" for k, v in value.items())
+            return f'"{{" {members} "}}"' if value else '"{}"'
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and exact(value).denominator == 1:
+            # JSON Schema's equality makes 2 and 2.0 (and 1e30) one member: both spellings.
+            return f"({literal(str(int(exact(value))))} | {literal(json.dumps(float(value)))})"
+        if isinstance(value, str):
+            return self.string_literal(value)
+        return literal(json.dumps(value, ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class JsonSyntax(ValueSyntax):
+    """JSON: quoted keys and strings with escapes, ``%json`` string leaves."""
+
+    def key(self, name: str) -> str:
+        return literals('"', json.dumps(name, ensure_ascii=False)[1:-1], '": ')
+
+    def any_key(self, name_terminal: str) -> str:
+        return f'"\\"" {name_terminal} "\\": "'
+
+    def string_literal(self, value: str) -> str:
+        return literal(json.dumps(value, ensure_ascii=False))
+
+    def string(self, emitter: ValueEmitter, frame: StringFrame, path: str) -> str:
+        return emitter.json_string(frame, path)
+
+
+JSON_SYNTAX = JsonSyntax(", ", ", ", "json_value", r'[^"\\\x00-\x1f]+')

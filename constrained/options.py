@@ -1,0 +1,128 @@
+"""The options of a compiled constraint, in one frozen object.
+
+:class:`CompileOptions` is what ``compile_tools`` is asked for; ``generate``,
+the fuzzer and the command line build or read that same object instead of
+copying its fields, and the compile cache key and fingerprint are made from
+it. Each value is checked once, when the object is made.
+
+Each field also says how the command line spells it (a :class:`Flag`), so
+the CLI declares its flags from the fields and a fuzz replay writes them
+back the same way.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, Literal, Union, get_args
+
+from .errors import OptionError
+
+ToolChoiceMode = Literal["auto", "required", "none"]
+ToolChoice = Union[ToolChoiceMode, str]
+"""A mode, or the name of the one tool to call."""
+KeyOrder = Literal["trained", "schema", "alphabetical", "any"]
+BadTools = Literal["leave_out", "raise"]
+
+TOOL_CHOICES: tuple[str, ...] = get_args(ToolChoiceMode)
+KEY_ORDERS: tuple[str, ...] = get_args(KeyOrder)
+BAD_TOOLS: tuple[str, ...] = get_args(BadTools)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How the command line spells an option. A boolean option's flag sets
+    the opposite of its default (``--no-parallel``); any other takes a value.
+    ``always``: a command line written from options shows this one at its
+    default too (so that a replay reads in full)."""
+
+    name: str
+    help: str
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    always: bool = False
+
+
+def option(default: Any, flag: Flag) -> Any:
+    """A dataclass field with ``default``, spelled ``flag`` on the command line."""
+    return field(default=default, metadata={"flag": flag})
+
+
+def flag_of(option_field: Field[Any]) -> Flag:
+    """The :class:`Flag` of an options dataclass's field."""
+    flag: Flag = option_field.metadata["flag"]
+    return flag
+
+
+def command_line(options: Any) -> str:
+    """The flags that give ``options`` (a dataclass of :func:`option` fields):
+    those off their default, and those marked ``always``."""
+    words: list[str] = []
+    for option_field in fields(options):
+        flag, value = flag_of(option_field), getattr(options, option_field.name)
+        if isinstance(option_field.default, bool):
+            words += [flag.name] if value != option_field.default else []
+        elif value != option_field.default or flag.always:
+            words += [flag.name, shlex.quote(str(value))]
+    return " ".join(words)
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How a tool set is compiled.
+
+    ``tool_choice``: ``"auto"`` (text, then optionally calls), ``"required"``
+    (at least one call), ``"none"`` (text only), or a tool's name (a call of
+    that tool). ``parallel_tool_calls=False`` allows one call. ``key_order``:
+    ``"trained"`` (the family's habit), ``"schema"``, ``"alphabetical"`` or
+    ``"any"`` (any order, every required key, no repeats; exact up to 8
+    keys). ``strict=False`` follows JSON Schema literally (an object without
+    ``additionalProperties`` stays open). ``reasoning=False`` leaves out the
+    dialect's reasoning block, for a model whose thinking is switched off.
+    ``bad_tools``: ``"leave_out"`` a tool that cannot be compiled, or
+    ``"raise"`` its error.
+    """
+
+    tool_choice: ToolChoice = option(
+        "auto", Flag("--tool-choice", f"{', '.join(TOOL_CHOICES)}, or a tool name (default auto)", always=True)
+    )
+    parallel_tool_calls: bool = option(True, Flag("--no-parallel", "allow one call only"))
+    key_order: KeyOrder = option(
+        "trained", Flag("--key-order", "order of an object's keys (default trained: the family's habit)", KEY_ORDERS)
+    )
+    strict: bool = option(
+        True, Flag("--loose", "follow JSON Schema literally: objects without additionalProperties stay open")
+    )
+    reasoning: bool = option(True, Flag("--no-reasoning", "leave out the reasoning block"))
+    bad_tools: BadTools = option(
+        "leave_out", Flag("--bad-tools", "leave out a tool that cannot be compiled (default), or raise", BAD_TOOLS)
+    )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_choice, str) or not self.tool_choice:
+            raise OptionError(
+                f"tool_choice must be one of {', '.join(TOOL_CHOICES)} or a tool's name, got {self.tool_choice!r}",
+                argument="tool_choice",
+            )
+        for name in ("parallel_tool_calls", "strict", "reasoning"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise OptionError(f"{name} must be True or False, got {value!r}", argument=name)
+        _check_choice("key_order", self.key_order, KEY_ORDERS)
+        _check_choice("bad_tools", self.bad_tools, BAD_TOOLS)
+
+    @classmethod
+    def resolve(cls, options: "CompileOptions | None", keywords: "CompileOptions") -> "CompileOptions":
+        """``options`` when given, else ``keywords`` (the options a function's
+        keyword arguments make). Both, with a keyword off its default, is an
+        error: one of them would be ignored."""
+        if options is None:
+            return keywords
+        if keywords != cls():
+            raise OptionError("give the options either as keyword arguments or as options=, not both", argument="options")
+        return options
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise OptionError(f"unknown {name} {value!r}; expected one of {', '.join(allowed)}", argument=name)

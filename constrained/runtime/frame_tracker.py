@@ -1,0 +1,235 @@
+"""Where a sequence stands in a raw-value dialect's call markup, so the
+constraint knows when the next mask is a precomputed row.
+
+:class:`FrameTracker` follows one sequence's tokens through the dialect's
+call markup (:class:`~constrained.dialects.raw_values.RawTextSyntax`) and
+says when the next mask is such a row (:mod:`.text_masks`): inside a value
+whose parameter takes any text, at a character boundary. Everywhere else the
+constraint asks llguidance.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from ..dialects import get_dialect
+from ..dialects.base import Markers
+from ..dialects.raw_values import RawTextSyntax, ValueKind
+from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..compiler import CompiledTools
+    from ..tokenizers import Tokenizer
+
+
+_NO_TOKENS = np.zeros(0, dtype=np.int64)
+
+# Where a sequence stands in the call markup.
+_OUTSIDE, _MARKUP, _VALUE, _LOST = range(4)
+
+
+class FrameTracker:
+    """Follows one sequence's tokens through a dialect's call markup and
+    knows when the next mask is a precomputed row.
+
+    It is fed only tokens the grammar accepted, so the text is always a
+    prefix of a valid output; where it cannot be sure of its place (a value
+    whose text may hold the closing) it stops tracking until the call ends.
+    :meth:`snapshot`/:meth:`restore` follow the constraint's rollback.
+    """
+
+    _MARKUP_LIMIT = 4096
+
+    def __init__(
+        self,
+        syntax: "RawTextSyntax",
+        tok: "Tokenizer",
+        masks: TextFrameMasks,
+        value_kind: Callable[[str, str], ValueKind],
+        guards: "Callable[[str], ValueGuards | None]" = lambda tool: None,
+    ) -> None:
+        self.syntax = syntax
+        self.masks = masks
+        self._table = tok.token_table[0]
+        self._open_id = tok.token_id(syntax.call_open)
+        self._close_call_id = tok.token_id(syntax.call_close)
+        self._value_kind = value_kind
+        self._guards_of = guards
+        self._guards: ValueGuards | None = None  # the open value's, when it takes any text
+        self._tail = b""  # how much of a guard the value's text ends with
+        self._state = _OUTSIDE
+        self._tool: str | None = None
+        self._markup = b""
+        self._fast = False  # the open value takes any text
+        self._kmp = 0
+        self._initial = False  # the closing matched so far began with the opening
+        self._need = 0  # continuation bytes the last character still needs
+        self._closings = 0  # values ended so far (not part of the state)
+
+    def snapshot(self) -> tuple[object, ...]:
+        return (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need,
+                self._guards, self._tail)
+
+    def restore(self, snapshot: tuple[object, ...]) -> None:
+        (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need,
+         self._guards, self._tail) = snapshot  # type: ignore[assignment]
+
+    @property
+    def in_text_frame(self) -> bool:
+        """Whether the next mask is a precomputed row (:meth:`fill`)."""
+        return self._state == _VALUE and self._fast and self._need == 0
+
+    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int]) -> "torch.Tensor | None":
+        """Write the mask into ``row`` (``uint32`` words); return the tokens
+        it forbids when they are exactly the precomputed ones (else None).
+        ``validate`` is the matcher's ``validate_tokens``: it judges the
+        tokens that end the value and go on."""
+        masks, state = self.masks, self._kmp
+        np.copyto(row, masks.inside[state])
+        forbidden: "torch.Tensor | None" = None
+        if masks.close_token is not None:  # the closing token is always allowed
+            row[masks.close_token >> 5] |= np.uint32(1 << (masks.close_token & 31))
+            forbidden = masks.forbidden(state)
+        elif (self._initial and not self.syntax.close_at_start) or not (
+            masks.completing[state] or masks.crossing[state]
+        ):
+            forbidden = masks.forbidden(state)
+        else:
+            for token in masks.completing[state]:
+                row[token >> 5] |= np.uint32(1 << (token & 31))
+            for token in masks.crossing[state]:
+                if validate([token]) == 1:
+                    row[token >> 5] |= np.uint32(1 << (token & 31))
+        bad = self._guards.bad(self._tail, state) if self._guards is not None else _NO_TOKENS
+        if bad.size:  # tokens that would complete a guard
+            np.bitwise_and.at(row, bad >> 5, ~(np.uint32(1) << (bad & 31).astype(np.uint32)))
+            return None
+        return forbidden
+
+    def feed(self, token: int) -> None:
+        """Advance past ``token``, which the grammar accepted."""
+        if token == self._open_id:
+            self._state, self._tool, self._markup = _MARKUP, None, b""
+            return
+        if token == self._close_call_id:
+            self._state = _OUTSIDE
+            return
+        if self._state in (_OUTSIDE, _LOST):
+            return
+        masks = self.masks
+        if self._state == _VALUE and masks.trailing[token] != 255:
+            if masks.neutral[token]:  # no byte of the closing: back to state 0
+                self._kmp, self._initial, self._need = 0, False, masks.trailing[token]
+                self._guard(self._table[token])
+                return
+            step = masks.steps.get((self._kmp, token))
+            if step is not None:
+                self._initial = self._initial and step == self._kmp + len(self._table[token])
+                self._kmp, self._need = step, masks.trailing[token]
+                self._guard(self._table[token])
+                return
+            before, closings = self._kmp, self._closings
+            self._feed_bytes(self._table[token])
+            if self._closings == closings:  # the token stayed inside the value
+                masks.steps[before, token] = self._kmp
+            return
+        if self._state == _VALUE and self.masks.close_token is not None:
+            if token == self.masks.close_token:
+                self._end_value()
+            else:
+                self._track_utf8(self._table[token])
+                self._guard(self._table[token])
+            return
+        self._feed_bytes(self._table[token])
+
+    def _guard(self, data: bytes) -> None:
+        if self._guards is not None:
+            self._tail = self._guards.advance(self._tail, data)
+
+    def _feed_bytes(self, data: bytes) -> None:
+        transitions, done = self.masks.transitions, len(self.masks.close)
+        for position, byte in enumerate(data):
+            if self._state == _VALUE:
+                state = transitions[self._kmp][byte]
+                self._initial = self._initial and state == self._kmp + 1
+                self._kmp = state
+                if state == done:
+                    self._end_value()
+                    continue
+                self._track_utf8(data[position : position + 1])
+                self._guard(data[position : position + 1])
+            elif self._state == _MARKUP:
+                self._markup += data[position : position + 1]
+                if len(self._markup) > self._MARKUP_LIMIT:
+                    self._state = _LOST
+                    return
+                self._open_value()
+            else:
+                return
+
+    def _open_value(self) -> None:
+        match = self.syntax.opening.fullmatch(self._markup)
+        if match is None:
+            return
+        if match.group("tool") is not None:
+            self._tool = match.group("tool").decode("utf-8", "replace")
+        key = match.group("key").decode("utf-8", "replace")
+        kind = ValueKind.UNTRACKED if self._tool is None else self._value_kind(self._tool, key)
+        if kind is ValueKind.UNTRACKED or (kind is ValueKind.OTHER and self.syntax.json_may_hold_close):
+            self._state = _LOST
+            return
+        self._fast = kind is ValueKind.ANY_TEXT
+        self._guards = self._guards_of(self._tool) if self._fast else None
+        self._tail = self._guards.initial if self._guards is not None else b""
+        state = 0
+        for byte in self._markup if self.masks.close else b"":
+            state = self.masks.transitions[state][byte]
+        self._state, self._kmp, self._initial, self._need = _VALUE, state, state > 0, 0
+
+    def _end_value(self) -> None:
+        self._state, self._markup = _MARKUP, b""
+        self._closings += 1
+
+    def _track_utf8(self, data: bytes) -> None:
+        for byte in data:
+            if byte < 0x80:
+                self._need = 0
+            elif byte >= 0xC0:
+                self._need = utf8_length(byte) - 1
+            elif self._need:
+                self._need -= 1
+
+
+def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] | None:
+    """One tracker per sequence for ``compiled``, or ``None`` when its
+    dialect has no raw-text values."""
+    tok = compiled.tokenizer
+    syntax = get_dialect(compiled.dialect).raw_text_syntax(Markers(tok))
+    if syntax is None or not compiled.tools:
+        return None
+    masks = text_frame_masks(tok, syntax.close, tok.token_id(syntax.close) if syntax.close_is_token else None)
+    tools = {tool.name: tool for tool in compiled.tools}
+    kinds: dict[tuple[str, str], ValueKind] = {}
+
+    def value_kind(tool: str, key: str) -> ValueKind:
+        if (tool, key) not in kinds:
+            known = tools.get(tool)
+            kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
+        return kinds[tool, key]
+
+    # A closing token may be spelled out as text, which the parser could not tell from it.
+    spelled = (syntax.close,) if syntax.close_is_token else ()
+    lead = syntax.value_lead.encode("utf-8")
+    guard_sets: dict[str, ValueGuards | None] = {}
+
+    def guards(tool: str) -> ValueGuards | None:
+        if tool not in guard_sets:
+            texts = (*syntax.value_guards(tools.get(tool)), *spelled)
+            guard_sets[tool] = value_guards(tok, masks, tuple(t.encode("utf-8") for t in texts), lead)
+        return guard_sets[tool]
+
+    return [FrameTracker(syntax, tok, masks, value_kind, guards) for _ in range(count)]

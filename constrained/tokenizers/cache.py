@@ -1,0 +1,89 @@
+"""Where derived files are kept, and the two caches of tokenizers.
+
+On disk, under ``$CONSTRAINED_CACHE`` (default ``~/.cache/constrained``)
+``/tokenizers``, each built-in vocabulary keeps its derived
+``tokenizer.json`` (8-15 MB) and its token table (1.5-3 MB), named by a key
+of the builder version, the source and the ``tokenizers`` major version, so a
+changed source or builder is rebuilt rather than misread. In the process,
+each loaded built-in or path is kept, so it is loaded once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from .core import Tokenizer, tokenizers_module
+
+# Bump when a builder changes what it writes: old cache files are then ignored.
+_BUILDER_VERSION = 1
+
+
+def cache_root() -> Path:
+    """Where derived files (tokenizers, the converted default model) are
+    kept: ``$CONSTRAINED_CACHE`` or ``~/.cache/constrained``."""
+    root = os.environ.get("CONSTRAINED_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "constrained"
+
+
+def cache_dir() -> Path:
+    """Where derived tokenizer files are kept: ``<cache root>/tokenizers``."""
+    return cache_root() / "tokenizers"
+
+
+def builtin_paths(name: str, source_id: Any) -> tuple[Path, Path]:
+    """The cached ``tokenizer.json`` and token table of built-in ``name``
+    built from the source ``source_id`` describes."""
+    key = hashlib.sha256(
+        json.dumps([_BUILDER_VERSION, name, source_id, tokenizers_module().__version__.split(".")[0]]).encode()
+    ).hexdigest()[:16]
+    return cache_dir() / f"{name}-{key}.json", cache_dir() / f"{name}-{key}.table"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new
+    one; an unwritable cache is not an error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass  # an unwritable cache only costs a rebuild next time
+
+
+_PROCESS_CACHE: dict[Any, Tokenizer] = {}
+_PROCESS_LOCK = threading.Lock()
+_KEY_LOCKS: dict[Any, threading.Lock] = {}
+
+
+def once_per_process(key: Any, loader: Callable[[], Tokenizer]) -> Tokenizer:
+    """The tokenizer kept under ``key``, loaded by ``loader`` the first time.
+    One thread loads; others asking for the same key wait for it."""
+    with _PROCESS_LOCK:
+        tok = _PROCESS_CACHE.get(key)
+        if tok is not None:
+            return tok
+        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with key_lock:
+        with _PROCESS_LOCK:
+            tok = _PROCESS_CACHE.get(key)
+        if tok is None:
+            tok = loader()
+            with _PROCESS_LOCK:
+                _PROCESS_CACHE[key] = tok
+        return tok

@@ -1,0 +1,126 @@
+"""Every dialect is found by the registry, and its ``.lark`` file meets the
+contract written in ``grammars/README.md``: the rules it must define, none
+the compiler appends, and special tokens only among the dialect's markers."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+
+import pytest
+
+import constrained.dialects as dialects_package
+from constrained.compiler import compile_tools
+from constrained.dialects import DIALECTS, get_dialect
+from constrained.dialects.base import Dialect
+from constrained.errors import UnknownDialectError
+from constrained.grammar.lark import literal
+
+NAMES = sorted(DIALECTS)
+GENERATED = "// -- generated --"
+APPENDED = {"start", "end_of_turn", "end_after_calls", "tool_body"}
+"""Rules the compiler appends (besides the ``g_*`` / ``G_*`` ones)."""
+
+_RULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[lazy\])?[ \t]*:(.*)$", re.MULTILINE)
+_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
+_TOKEN = re.compile(
+    r'(?P<json>%json\s*\{.*\})|(?P<string>"(?:[^"\\\n]|\\.)*")|(?P<regex>/(?:[^/\\\n]|\\.)+/)'
+    r"|(?P<special><[^<>\s]+>)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|."
+)
+"""Lark read left to right: ``%json`` leaves, strings and regexes (whose
+text is not grammar), special tokens, rule names."""
+
+
+def _rules(grammar: str) -> dict[str, str]:
+    """Each rule's body by name (every rule of these files is one line)."""
+    return {match.group(1): match.group(3).strip() for match in _RULE.finditer(_COMMENT.sub("", grammar))}
+
+
+def _tokens(body: str, kind: str) -> set[str]:
+    """The special tokens (``kind`` "special") or rule names ("name") a body uses."""
+    return {match.group() for match in _TOKEN.finditer(body) if match.lastgroup == kind}
+
+
+def _lark(name: str) -> dict[str, str]:
+    return _rules(get_dialect(name).grammar())
+
+
+def test_the_registry_holds_every_dialect_class_of_the_package():
+    defined = {}
+    for info in pkgutil.iter_modules(dialects_package.__path__):
+        module = importlib.import_module(f"constrained.dialects.{info.name}")
+        for value in vars(module).values():
+            if inspect.isclass(value) and issubclass(value, Dialect) and value.__module__ == module.__name__:
+                if not inspect.isabstract(value):
+                    defined[value.name] = value
+    assert sorted(defined) == NAMES
+    for name, dialect in DIALECTS.items():
+        assert type(dialect) is defined[name] and dialect.name == name
+        assert get_dialect(name) is dialect
+
+
+def test_an_unknown_dialect_names_the_known_ones():
+    with pytest.raises(UnknownDialectError, match=", ".join(NAMES)):
+        get_dialect("no_such_dialect")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lark_defines_the_rules_the_compiler_uses(name):
+    dialect, rules = get_dialect(name), _lark(name)
+    needed = {"text", "call", dialect.value_syntax.free_rule, *(dialect.text_calls or ())}
+    assert needed <= set(rules), f"missing: {sorted(needed - set(rules))}"
+    assert ("reasoning" in rules) == bool(dialect.reasoning_tokens)
+    assert ("call_separator" in rules) == bool(dialect.call_separator)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lark_defines_no_rule_the_compiler_appends(name):
+    rules = set(_lark(name))
+    assert not rules & APPENDED
+    assert not [rule for rule in rules if rule.lower().startswith("g_")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lark_refers_only_to_its_own_rules_and_tool_body(name):
+    rules = _lark(name)
+    referred = set().union(*(_tokens(body, "name") for body in rules.values()))
+    assert referred <= set(rules) | {"tool_body"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lark_special_tokens_are_the_dialects_markers(name):
+    dialect, rules = get_dialect(name), _lark(name)
+    used = set().union(*(_tokens(body, "special") for body in rules.values()))
+    markers = {*dialect.required_tokens, *dialect.reasoning_tokens}
+    assert used <= markers, f"not markers of {name}: {sorted(used - markers)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_call_runs_between_the_scanners_markers(name):
+    dialect, rules = get_dialect(name), _lark(name)
+    call = rules["call"]
+    assert call.startswith(dialect.call_open + " ") and call.endswith(" " + dialect.call_close)
+    if dialect.reasoning_tokens:
+        opening, closing = dialect.reasoning_tokens
+        assert rules["reasoning"].startswith(opening + " ") and closing in _tokens(rules["reasoning"], "special")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_call_separator_is_the_dialects_text(name):
+    dialect, rules = get_dialect(name), _lark(name)
+    if dialect.call_separator:
+        assert rules["call_separator"] == literal(dialect.call_separator)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_compiler_appends_to_the_lark_file(name):
+    dialect = get_dialect(name)
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string"}, "o": {}}}}
+    grammar = compile_tools([tool], name, dialect.default_tokenizer).grammar
+    fixed, generated = grammar.split(f"\n{GENERATED}\n")
+    assert fixed == dialect.grammar()
+    appended = set(_rules(generated))
+    assert APPENDED <= appended and not appended & set(_lark(name))
+    assert all(rule in APPENDED or rule.lower().startswith("g_") for rule in appended), sorted(appended)
