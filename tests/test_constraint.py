@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
-from constrained.runtime.constraint import RowState, ToolCallConstraint
+from constrained.runtime.constraint import RowState, ToolCallConstraint, apply_bit_planes
 from constrained.errors import ConstraintError
 from constrained.tokenizers import Tokenizer
 from sample_tools import WEATHER
@@ -273,3 +273,26 @@ def test_raw_text_rows_apply_sparsely_without_allocating() -> None:
     for row in range(2):
         assert torch.equal(torch.isfinite(logits[row, :vocab]), expected)
     assert torch.all(logits[:, vocab:] == float("-inf"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("width", [8 * 4 * 40, 8 * 4 * 40 - 13])
+def test_the_gpu_bit_plane_apply_equals_the_table_apply(dtype: torch.dtype, width: int) -> None:
+    """The GPU path (shifts and a select) and the CPU path (a byte table and
+    a minimum) mask the same tokens and keep allowed logits exactly; run
+    here on CPU tensors, as the kernels are the same ops."""
+    generator = torch.Generator().manual_seed(7)
+    batch, words = 3, 40
+    bits = torch.randint(-(2**31), 2**31 - 1, (batch, words), dtype=torch.int32, generator=generator)
+    logits = torch.randn(batch, width, generator=generator).to(dtype)
+    planes = torch.empty((batch, words * 4, 8), dtype=torch.uint8)
+    masked = logits.clone()
+    apply_bit_planes(bits, torch.arange(8, dtype=torch.uint8), planes, torch.tensor(float("-inf"), dtype=dtype),
+                     masked, width)
+    unpacked = torch.from_numpy(
+        np.unpackbits(bits.numpy().view(np.uint8), axis=1, bitorder="little").astype(bool)
+    )[:, :width]
+    expected = torch.where(unpacked, logits, torch.tensor(float("-inf"), dtype=dtype))
+    assert torch.equal(masked, expected)
+    assert 0 < int(unpacked.sum()) < unpacked.numel()
+
