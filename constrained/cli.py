@@ -131,6 +131,17 @@ def _parser() -> argparse.ArgumentParser:
     _add_flags(fuzz, WalkOptions)
     fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default 5)")
     fuzz.set_defaults(run=_fuzz)
+
+    export = commands.add_parser(
+        "export-model",
+        help="write the embedded default model as a Hugging Face folder (for vLLM or transformers)",
+        description="Write the embedded default model (Gemma 3 270M, gemma4 tokenizer layout) to DIR: weights, "
+        "config, tokenizer, generation config and a chat template that declares tools in gemma4 form, so any "
+        "engine loads it offline.",
+    )
+    export.add_argument("directory", metavar="DIR", help="the folder to write (new or empty)")
+    export.add_argument("--force", action="store_true", help="write into a non-empty DIR, replacing its files")
+    export.set_defaults(run=_export_model)
     return parser
 
 
@@ -329,6 +340,13 @@ def _fuzz(args: argparse.Namespace) -> int:
         }
     )
     return 0 if total.ok else 1
+
+
+def _export_model(args: argparse.Namespace) -> int:
+    from .runtime.export import export_model
+
+    print(export_model(args.directory, force=args.force))
+    return 0
 
 
 def _print_json(value: Any) -> None:

@@ -14,6 +14,7 @@ import functools
 import itertools
 import json
 import time
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from constrained.dialects import DIALECTS, get_dialect
 from constrained.errors import CompileError, UnknownDialectError
 from constrained.output.parse import parse_tool_calls
 from constrained.tokenizers import Tokenizer, load_tokenizer
+
+LLGUIDANCE_AT_LEAST_1_8 = tuple(int(p) for p in version("llguidance").split(".")[:2]) >= (1, 8)
 
 TOKENIZER_OF = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 ALL_DIALECTS = tuple(TOKENIZER_OF)
@@ -797,6 +800,9 @@ def test_a_multiple_of_too_fine_for_the_automaton_is_a_relaxation(kind, step, mu
     """A ``multipleOf`` llguidance cannot take (too many units, or a float it
     cannot read exactly) is left to the parser's validation and reported;
     others are enforced by the constraint."""
+    # llguidance 1.7 (vLLM 0.32's pin) rejects every negative multiple: there a
+    # multipleOf that admits negatives (none of these has a minimum) is left to the parser.
+    exact = exact and LLGUIDANCE_AT_LEAST_1_8
     ct = compiled([function("m", {"x": {"type": kind, "multipleOf": step}}, ["x"])], "hermes", tool_choice="required")
     assert [w.warning.keyword for w in ct.warnings] == ([] if exact else ["multipleOf"])
 
@@ -807,6 +813,29 @@ def test_a_multiple_of_too_fine_for_the_automaton_is_a_relaxation(kind, step, mu
     assert parse_tool_calls(call(multiple), ct.tools, "hermes").errors == []
     assert accepted(ct, call(other)) is not exact
     assert parse_tool_calls(call(other), ct.tools, "hermes").errors != []
+
+
+@pytest.mark.parametrize("kind", ["integer", "number"])
+def test_a_multiple_of_over_non_negative_values_is_enforced_by_every_llguidance(kind):
+    """With a non-negative minimum, llguidance 1.7's rejection of negative
+    multiples costs nothing: the step is enforced on 1.7 and 1.9 alike."""
+    schema = {"x": {"type": kind, "multipleOf": 3, "minimum": 0}}
+    ct = compiled([function("m", schema, ["x"])], "hermes", tool_choice="required")
+    assert ct.warnings == ()
+
+    def call(value: str) -> str:
+        return f'<tool_call>\n{{"name": "m", "arguments": {{"x": {value}}}}}\n</tool_call>'
+
+    assert_accepted(ct, call("9"))
+    assert_rejected(ct, call("4"))
+    assert_rejected(ct, call("-3"))
+
+
+def test_a_multiple_of_admitting_negatives_is_relaxed_only_where_llguidance_rejects_them():
+    ct = compiled([function("m", {"x": {"type": "integer", "multipleOf": 3}}, ["x"])], "hermes", tool_choice="required")
+    call = '<tool_call>\n{"name": "m", "arguments": {"x": -9}}\n</tool_call>'
+    assert_accepted(ct, call)
+    assert [w.warning.keyword for w in ct.warnings] == ([] if LLGUIDANCE_AT_LEAST_1_8 else ["multipleOf"])
 
 
 # Found by bench/conformance.py; each instance is rendered in the dialect,

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
+from ..errors import ArgumentError
 from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
 from ..grammar.emitter import ValueEmitter
@@ -57,6 +58,10 @@ class Dialect(ABC):
     reasoning_tokens: ClassVar[tuple[str, ...]] = ()
     """Markers of the reasoning block (rule ``reasoning``); without them in
     the vocabulary the block is left out."""
+    thinks_by_default: ClassVar[bool] = True
+    """Whether the family's chat template lets the model open a reasoning
+    block when the request does not say (``enable_thinking``); a server
+    allows the block only then."""
     call_separator: ClassVar[str] = "\n"
     """The text between two calls of one turn (the ``.lark`` file's rule
     ``call_separator``); empty where calls are adjacent."""
@@ -97,16 +102,31 @@ class Dialect(ABC):
     def chat_prompt(self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool]) -> str:
         """A prompt in the family's own turn format, for a model whose
         tokenizer has no chat template: the tool declarations as the system
-        turn, the messages, and the opening of the assistant's turn."""
+        turn, the messages (an assistant's earlier ``tool_calls`` written
+        after its content as the model writes them), and the opening of the
+        assistant's turn."""
         system = [{"role": "system", "content": self.declare_tools(tools)}] if tools else []
+        by_name = {tool.name: tool for tool in tools}
         text = self.chat_prefix
         for message in system + list(messages):
             role = str(message.get("role", "user"))
             content = message.get("content")
-            body = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            body = "" if content is None else content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            body += "".join(self._history_call(call, by_name) for call in message.get("tool_calls") or ())
             text += self.chat_turn.format(role=self.chat_roles.get(role, role), text=body)
         opening = self.chat_turn.split("{text}")[0]
         return text + opening.format(role=self.chat_roles.get("assistant", "assistant"))
+
+    def _history_call(self, call: Mapping[str, Any], tools: Mapping[str, NormalizedTool]) -> str:
+        """An earlier call of the conversation (OpenAI ``tool_calls`` entry,
+        arguments as a dict or JSON text), written as the model writes calls."""
+        function = call.get("function", call)
+        name, arguments = function.get("name"), function.get("arguments", {})
+        if name not in tools:
+            raise ArgumentError(f"the conversation calls tool {name!r}, which is not among the tools", argument="messages")
+        if isinstance(arguments, str):
+            arguments = json.loads(arguments)
+        return self.render_call(tools[name], arguments, self.trained_key_order)
 
     def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
         """The tools as the system turn declares them: OpenAI function

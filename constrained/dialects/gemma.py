@@ -80,6 +80,7 @@ class Gemma4(Dialect):
     chat_roles = {"assistant": "model"}
     reasoning_tokens: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
     reasoning_markers: ClassVar[tuple[str, str] | None] = ("<|channel>thought\n", "<channel|>")
+    thinks_by_default = False  # Gemma 4's template turns thinking on only with enable_thinking
     call_separator = ""
 
     declaration_markers: ClassVar[tuple[str, str]] = ("<|tool>", "<tool|>")

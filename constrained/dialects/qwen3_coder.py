@@ -76,6 +76,7 @@ class Qwen3Coder(RawValueDialect):
     end_tokens = ("<|im_end|>",)
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
+    thinks_by_default = False  # Qwen3-Coder has no thinking mode
     python_literals = True
     value_lead = "\n"
     value_trail = "\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from functools import lru_cache
+from importlib.metadata import version
 from typing import Any, Callable
 
 import llguidance
@@ -31,13 +32,26 @@ MAX_MULTIPLE_STEP = 10_000
 MAX_BOUND = 10**18
 
 
+def _negative_multiples() -> bool:
+    """Whether llguidance's ``multipleOf`` admits negative multiples: 1.7
+    (the version vLLM 0.32 pins) rejects every one (-9 for a step of 3),
+    1.8 and later take them."""
+    major, minor = (int(part) for part in version("llguidance").split(".")[:2])
+    return (major, minor) >= (1, 8)
+
+
+NEGATIVE_MULTIPLES = _negative_multiples()
+
+
 def number_leaf(frame: IntegerFrame | NumberFrame, path: str, warn: Callable[[str, str, str], None]) -> str:
     """A ``%json`` number leaf, without the keywords llguidance cannot
     enforce (each reported through ``warn(path, keyword, message)``): a
     ``multipleOf`` it gets wrong or cannot afford, bounds beyond
     :data:`MAX_BOUND` or that it refuses."""
     schema = number_schema(frame)
-    if frame.multiple_of is not None and not multiple_enforceable(frame.kind, frame.multiple_of):
+    if frame.multiple_of is not None and not (
+        multiple_enforceable(frame.kind, frame.multiple_of) and (NEGATIVE_MULTIPLES or _non_negative(frame))
+    ):
         del schema["multipleOf"]
         warn(path, "multipleOf", f"multipleOf {frame.multiple_of} is not enforced during generation")
     bounds = [k for k in schema if k not in ("type", "multipleOf")]
@@ -66,6 +80,10 @@ def multiple_enforceable(kind: str, step: int | float) -> bool:
     if not ((exponent >= 0 and units <= MAX_MULTIPLE_STEP) or (units == 1 and exponent >= -4)):
         return False
     return llguidance_reads(json.dumps({"type": kind, "multipleOf": step}))
+
+
+def _non_negative(frame: IntegerFrame | NumberFrame) -> bool:
+    return frame.minimum is not None and frame.minimum >= 0
 
 
 @lru_cache(maxsize=1024)

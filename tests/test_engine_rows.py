@@ -1,0 +1,153 @@
+"""A serving engine's batch (``constrained.runtime.engine``), without an
+engine: requests join, leave and move between rows, each row is masked
+exactly as a constraint of its own tool set would mask it, and rows of
+requests without tools are never touched."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from constrained import load_tokenizer, render_tool_calls
+from constrained.errors import ArgumentError, SchemaError, ToolDefinitionError
+from constrained.runtime.constraint import ToolCallConstraint
+from constrained.runtime.engine import EXTRA_ARGS_KEY, EngineRows, ToolsRequest
+from sample_tools import WEATHER
+
+CALC = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+    },
+}
+
+
+@functools.cache
+def tok():
+    return load_tokenizer("qwen3")
+
+
+def request(*tools: dict, **options) -> ToolsRequest:
+    return ToolsRequest("qwen3_coder", list(tools), **options)
+
+
+def output_tokens(call: dict, tool: dict) -> list[int]:
+    return tok().encode(render_tool_calls([call], [tool], "qwen3_coder"))
+
+
+def allowed(logits: torch.Tensor, row: int) -> np.ndarray:
+    return torch.isfinite(logits[row]).numpy()
+
+
+def reference_allowed(compiled, tokens: list[int], width: int) -> np.ndarray:
+    constraint = ToolCallConstraint(compiled, 1)
+    constraint.consume_row(0, tokens)
+    logits = torch.zeros(1, width)
+    constraint.mask_logits(logits)
+    return allowed(logits, 0)
+
+
+def test_a_description_travels_as_json_and_back():
+    described = request(WEATHER, tool_choice="get_weather", parallel_tool_calls=False)
+    assert ToolsRequest.from_json(described.to_json()) == described
+
+
+@pytest.mark.parametrize(
+    "text, complaint",
+    [("{", "not JSON"), ('{"tools": []}', "'dialect' string"), (42, "'dialect' string"),
+     ('{"dialect": "hermes", "tool": []}', "unknown fields ['tool']"), ('{"dialect": "hermes", "tools": {}}', "'tools' must be a list")],
+)
+def test_a_malformed_description_says_what_is_wrong(text, complaint):
+    with pytest.raises(ArgumentError, match=EXTRA_ARGS_KEY) as caught:
+        ToolsRequest.from_json(text)
+    assert complaint in str(caught.value)
+
+
+def test_check_names_a_malformed_tool_and_leaves_an_unconstrainable_one_to_the_compiler():
+    bad = {"type": "function", "function": {"name": "broken", "parameters": {"type": "object", "properties": "oops"}}}
+    with pytest.raises(SchemaError, match="broken"):
+        request(WEATHER, bad).check()
+    with pytest.raises(ToolDefinitionError, match="defined twice"):
+        request(WEATHER, WEATHER).check()
+    never = {"type": "function", "function": {"name": "never", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer", "enum": ["1"]}}, "required": ["x"]}}}
+    request(WEATHER, never).check()
+    compiled = request(WEATHER, never).compile(tok())
+    assert [t.name for t in compiled.tools] == ["get_weather"]
+    assert [t.name for t in compiled.left_out] == ["never"]
+
+
+def test_rows_follow_their_requests_and_others_stay_untouched():
+    width = tok().vocab_size + 64  # padded embedding rows, as models have
+    weather, calc = request(WEATHER, tool_choice="required"), request(CALC, tool_choice="required")
+    compiled = {"w": weather.compile(tok()), "c": calc.compile(tok())}
+    tokens = {"w": output_tokens({"name": "get_weather", "arguments": {"city": "Paris"}}, WEATHER),
+              "c": output_tokens({"name": "add", "arguments": {"a": 1, "b": 2}}, CALC)}
+    outputs = {"w": [], "c": []}
+    rows = EngineRows()
+    rows.add(0, compiled["w"], outputs["w"])
+    rows.add(2, compiled["c"], outputs["c"])
+    where = {"w": 0, "c": 2}
+    generator = torch.Generator().manual_seed(0)
+    for step in range(12):
+        if step == 5:  # the engine condenses its batch: c moves to row 1
+            rows.move(2, 1, swap=False)
+            where["c"] = 1
+        if step == 8:  # and swaps the two
+            rows.move(0, 1, swap=True)
+            where = {"w": 1, "c": 0}
+        logits = torch.randn(3, width, generator=generator)
+        before = logits.clone()
+        rows.apply(logits)
+        for name, row in where.items():
+            expected = reference_allowed(compiled[name], outputs[name], width)
+            assert (allowed(logits, row) == expected).all(), (name, step)
+            kept = allowed(logits, row)
+            assert torch.equal(logits[row][kept], before[row][kept])
+        free = ({0, 1, 2} - set(where.values())).pop()
+        assert torch.equal(logits[free], before[free])
+        for name in outputs:
+            outputs[name].append(tokens[name][step])
+    rows.remove(where["w"])
+    assert where["w"] not in rows and len(rows) == 1
+
+
+def test_a_resumed_request_is_caught_up_and_a_placeholder_waits():
+    compiled = request(CALC, tool_choice="required").compile(tok())
+    tokens = output_tokens({"name": "add", "arguments": {"a": 1, "b": 2}}, CALC)
+    width = tok().vocab_size
+    outputs = list(tokens[:6])  # sampled before a preemption
+    rows = EngineRows()
+    rows.add(0, compiled, outputs)
+    logits = torch.zeros(1, width)
+    rows.apply(logits)
+    assert (allowed(logits, 0) == reference_allowed(compiled, tokens[:6], width)).all()
+    outputs.append(-1)  # asynchronous scheduling: the id is not known yet
+    logits.zero_()
+    rows.apply(logits)
+    assert (allowed(logits, 0) == reference_allowed(compiled, tokens[:6], width)).all()
+    outputs[-1] = tokens[6]
+    logits.zero_()
+    rows.apply(logits)
+    assert (allowed(logits, 0) == reference_allowed(compiled, tokens[:7], width)).all()
+
+
+def test_a_finished_row_allows_only_its_end_tokens():
+    compiled = request(CALC, tool_choice="required", parallel_tool_calls=False).compile(tok())
+    outputs = output_tokens({"name": "add", "arguments": {"a": 1, "b": 2}}, CALC)
+    rows = EngineRows()
+    rows.add(0, compiled, outputs)
+    logits = torch.zeros(1, tok().vocab_size)
+    rows.apply(logits)
+    assert 0 < len(np.flatnonzero(allowed(logits, 0)))
+    assert set(np.flatnonzero(allowed(logits, 0))) <= set(tok().eos_token_ids)
+
+
+def test_compile_is_cached_by_content():
+    first = request(WEATHER, CALC).compile(tok())
+    again = ToolsRequest.from_json(request(WEATHER, CALC).to_json()).compile(tok())
+    assert again is first

@@ -1,0 +1,30 @@
+"""The README's server command is the one the tests and the benchmark run
+(``constrained.vllm.launch``), flag for flag."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from constrained.vllm import PARSER_NAMES
+from constrained.vllm.launch import OFFLINE_ENVIRONMENT, plugin_flags, server_command
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def serving_blocks() -> list[str]:
+    section = README.read_text().split("## Serving with vLLM", 1)[1].split("\n## ", 1)[0]
+    return [block.split("```", 1)[0].split("\n", 1)[1] for block in section.split("```sh")[1:]]
+
+
+def test_the_readme_server_command_is_the_launchers() -> None:
+    export, serve = serving_blocks()[1].replace("\\\n", " ").strip().splitlines()
+    assert shlex.split(export) == ["constrained", "export-model", "./gemma3-270m-gemma4"]
+    words = shlex.split(serve)
+    environment = dict(word.split("=", 1) for word in words[:2])
+    assert environment == OFFLINE_ENVIRONMENT
+    assert words[2:] == server_command("./gemma3-270m-gemma4", plugin_flags(), port=8000)
+
+
+def test_every_dialect_has_a_parser() -> None:
+    assert PARSER_NAMES == tuple(f"constrained_{d}" for d in ("functiongemma", "gemma4", "glm45", "glm47", "hermes", "qwen3_coder"))
