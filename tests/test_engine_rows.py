@@ -151,3 +151,26 @@ def test_compile_is_cached_by_content():
     first = request(WEATHER, CALC).compile(tok())
     again = ToolsRequest.from_json(request(WEATHER, CALC).to_json()).compile(tok())
     assert again is first
+
+
+def test_a_step_allocates_nothing_once_the_requests_have_joined():
+    """After a request's first step, masking the batch and catching rows up
+    on new tokens records no memory allocation in torch's profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    compiled = {name: request(tool, tool_choice="required").compile(tok()) for name, tool in (("w", WEATHER), ("c", CALC))}
+    tokens = {"w": output_tokens({"name": "get_weather", "arguments": {"city": "Paris"}}, WEATHER),
+              "c": output_tokens({"name": "add", "arguments": {"a": 1, "b": 2}}, CALC)}
+    outputs = {"w": [], "c": []}
+    rows = EngineRows()
+    rows.add(0, compiled["w"], outputs["w"])
+    rows.add(2, compiled["c"], outputs["c"])
+    logits = torch.randn(3, tok().vocab_size)
+    rows.apply(logits)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        for step in range(6):
+            for name in outputs:
+                outputs[name].append(tokens[name][step])
+            rows.apply(logits)
+    assert {e.name for e in prof.events()} & {"aten::index_select", "aten::minimum", "aten::index_fill_"}
+    assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
