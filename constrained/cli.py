@@ -135,12 +135,15 @@ def _parser() -> argparse.ArgumentParser:
     export = commands.add_parser(
         "export-model",
         help="write the embedded default model as a Hugging Face folder (for vLLM or transformers)",
-        description="Write the embedded default model (Gemma 3 270M, gemma4 tokenizer layout) to DIR: weights, "
-        "config, tokenizer, generation config and a chat template that declares tools in gemma4 form, so any "
-        "engine loads it offline.",
+        description="Write the embedded default model (Gemma 3 270M with the gemma4 tokenizer) to DIR as a "
+        "Hugging Face model folder: weights, config, tokenizer, a generation config that ends where the "
+        "constraint ends a turn, and a chat template that renders conversations as the gemma4 dialect does, "
+        "so vLLM or transformers load it offline. Prints DIR.",
     )
     export.add_argument("directory", metavar="DIR", help="the folder to write (new or empty)")
-    export.add_argument("--force", action="store_true", help="write into a non-empty DIR, replacing its files")
+    export.add_argument(
+        "--force", action="store_true", help="write into a non-empty DIR: files of the same names are replaced, others kept"
+    )
     export.set_defaults(run=_export_model)
     return parser
 

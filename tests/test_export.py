@@ -111,3 +111,6 @@ def test_the_command_writes_a_folder_and_refuses_a_non_empty_one(tmp_path: Path,
     assert "exists and is not empty" in capsys.readouterr().err
     assert main(["export-model", str(target), "--force"]) == 0
     assert sorted(p.name for p in target.iterdir()) == names
+    assert main(["export-model", str(target / "config.json")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert load_tokenizer("gemma4").hf.chat_template is None  # the shared tokenizer lent the template only to save it

@@ -29,7 +29,9 @@ def export_model(directory: str | Path, *, force: bool = False) -> Path:
     """Write the default model to ``directory`` (created; an existing
     non-empty one only with ``force``, its files then replaced)."""
     target = Path(directory)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
+    if target.exists() and not target.is_dir():
+        raise GenerationError(f"cannot export the model to {str(target)!r}: it is a file, not a folder")
+    if target.is_dir() and any(target.iterdir()) and not force:
         raise GenerationError(f"{str(target)!r} exists and is not empty: choose a new folder or pass force=True (--force)")
     target.mkdir(parents=True, exist_ok=True)
     source = default_model_path()
@@ -38,9 +40,12 @@ def export_model(directory: str | Path, *, force: bool = False) -> Path:
     dialect = get_dialect(DEFAULT_DIALECT)
     assert isinstance(dialect, Gemma4)
     tokenizer = load_tokenizer(dialect.default_tokenizer)
-    hf = tokenizer.hf
-    hf.chat_template = chat_template(dialect)
-    hf.save_pretrained(target)
+    hf = tokenizer.hf  # shared by every user of the tokenizer: it holds the template only while saved
+    previous, hf.chat_template = hf.chat_template, chat_template(dialect)
+    try:
+        hf.save_pretrained(target)
+    finally:
+        hf.chat_template = previous
     generation = json.loads((source / "generation_config.json").read_text())
     generation["eos_token_id"] = list(tokenizer.eos_token_ids)
     (target / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
