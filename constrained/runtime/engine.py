@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..compiler import CompiledTools, compile_tools
-from ..errors import ArgumentError
+from ..errors import ArgumentError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames.toolset import normalize_tool_set
 from ..tokenizers import Tokenizer
 from .constraint import OnViolation, ToolCallConstraint
@@ -98,8 +98,6 @@ class ToolsRequest:
 
 
 def _unconstrainable(error: Exception) -> bool:
-    from ..errors import SchemaLimitError, UnsatisfiableSchemaError
-
     return isinstance(error, (UnsatisfiableSchemaError, SchemaLimitError))
 
 
