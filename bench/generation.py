@@ -43,9 +43,8 @@ import transformers
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from constrained import ToolCallLogitsProcessor, compile_tools, load_model, load_tools_file, parse_tool_calls
-from constrained.runtime import generate
 from constrained.dialects.base import openai_function
-from constrained.runtime.generate import build_prompt
+from constrained.runtime.generate import build_prompt, generate
 from constrained.frames.toolset import normalize_tools
 
 ROOT = Path(__file__).resolve().parents[1]
