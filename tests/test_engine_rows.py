@@ -81,16 +81,22 @@ def test_check_names_a_malformed_tool_and_leaves_an_unconstrainable_one_to_the_c
     assert [t.name for t in compiled.left_out] == ["never"]
 
 
-def test_rows_follow_their_requests_and_others_stay_untouched():
-    width = tok().vocab_size + 64  # padded embedding rows, as models have
-    weather, calc = request(WEATHER, tool_choice="required"), request(CALC, tool_choice="required")
-    compiled = {"w": weather.compile(tok()), "c": calc.compile(tok())}
+def two_requests():
+    """Rows 0 (weather) and 2 (calc) of a batch, their compiled tools, the
+    tokens each will sample and their (empty) output lists."""
+    compiled = {name: request(tool, tool_choice="required").compile(tok()) for name, tool in (("w", WEATHER), ("c", CALC))}
     tokens = {"w": output_tokens({"name": "get_weather", "arguments": {"city": "Paris"}}, WEATHER),
               "c": output_tokens({"name": "add", "arguments": {"a": 1, "b": 2}}, CALC)}
     outputs = {"w": [], "c": []}
     rows = EngineRows()
     rows.add(0, compiled["w"], outputs["w"])
     rows.add(2, compiled["c"], outputs["c"])
+    return rows, compiled, tokens, outputs
+
+
+def test_rows_follow_their_requests_and_others_stay_untouched():
+    width = tok().vocab_size + 64  # padded embedding rows, as models have
+    rows, compiled, tokens, outputs = two_requests()
     where = {"w": 0, "c": 2}
     generator = torch.Generator().manual_seed(0)
     for step in range(12):
@@ -158,13 +164,7 @@ def test_a_step_allocates_nothing_once_the_requests_have_joined():
     on new tokens records no memory allocation in torch's profiler."""
     from torch.profiler import ProfilerActivity, profile
 
-    compiled = {name: request(tool, tool_choice="required").compile(tok()) for name, tool in (("w", WEATHER), ("c", CALC))}
-    tokens = {"w": output_tokens({"name": "get_weather", "arguments": {"city": "Paris"}}, WEATHER),
-              "c": output_tokens({"name": "add", "arguments": {"a": 1, "b": 2}}, CALC)}
-    outputs = {"w": [], "c": []}
-    rows = EngineRows()
-    rows.add(0, compiled["w"], outputs["w"])
-    rows.add(2, compiled["c"], outputs["c"])
+    rows, _, tokens, outputs = two_requests()
     logits = torch.randn(3, tok().vocab_size)
     rows.apply(logits)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
