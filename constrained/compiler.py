@@ -76,6 +76,9 @@ class CompiledTools:
     Pointer and the reason (also in :attr:`warnings`); a call of one is an
     error in the parser's ``errors``."""
     _template: Any = field(default=None, init=False, repr=False, compare=False)
+    _masks: Any = field(default=None, init=False, repr=False, compare=False)
+    """The masks computed so far for this set, shared by every constraint
+    made from it (:mod:`constrained.runtime.mask_cache`)."""
 
     @property
     def tool_choice(self) -> str:

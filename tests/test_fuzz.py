@@ -83,6 +83,7 @@ def test_a_seeded_slice_of_the_sweep_finds_nothing_wrong(one_torch_thread):
     assert steered.runs == 216 and uniform.runs == 36
     assert steered.finished >= 0.6 * steered.runs, steered.counts()
     assert steered.precomputed_steps > 500  # the raw-text rows were walked through
+    assert steered.cached_steps > 500  # and cached masks were compared with llguidance's
 
 
 TIME = {
@@ -149,6 +150,45 @@ def test_a_mask_that_differs_from_llguidance_is_an_error_when_cross_checked(monk
     run = walk(weather(), 0, WalkOptions(crosscheck_every=1))
     assert run.outcome is Outcome.ERROR and "differs from llguidance" in run.detail
     assert "(0, b'<pad>', True)" in run.detail
+
+
+def cache_edges(compiled, closing: bool):
+    """The cached masks of ``compiled``: (label, node) over every edge,
+    only those reached by a raw value's closing when ``closing``."""
+    found, nodes = [], [compiled._masks.root]
+    while nodes:
+        node = nodes.pop()
+        for label, child in node.children.items():
+            nodes.append(child)
+            if child.mask is not None and (label < 0 or not closing):
+                found.append((label, child))
+    return found
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_cached_masks_equal_llguidance_in_every_dialect(dialect, one_torch_thread):
+    """Walks with other seeds write other values through the same markup:
+    every mask, the cached ones included, is compared with llguidance's.
+    In the raw-value dialects the masks after a closed value are shared
+    across values."""
+    compiled = compile_tools([WEATHER, TIME], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema", parallel_tool_calls=False)
+    object.__setattr__(compiled, "_masks", None)  # a cache of its own, whatever ran before
+    summary = fuzz(compiled, 6, zlib.crc32(dialect.encode()), WalkOptions(budget=200, crosscheck_every=1))
+    assert summary.ok, [run.to_json() for run in summary.failures]
+    assert summary.cached_steps > 5, summary.counts() | {"cached": summary.cached_steps}
+    if dialect in ("qwen3_coder", "glm45", "glm47"):
+        assert cache_edges(compiled, closing=True)
+
+
+def test_a_wrong_bit_in_a_cached_mask_is_found_by_the_cross_check():
+    compiled = weather("qwen3_coder")
+    object.__setattr__(compiled, "_masks", None)
+    assert not walk(compiled, 0, WalkOptions(crosscheck_every=1)).failed
+    label, node = next((label, node) for label, node in cache_edges(compiled, closing=False) if isinstance(node.mask, int))
+    node.mask += 1  # the forced token's neighbour instead
+    run = walk(compiled, 0, WalkOptions(crosscheck_every=1))
+    assert run.outcome is Outcome.ERROR and "differs from llguidance" in run.detail
 
 
 def test_a_token_the_constraint_refuses_is_an_error(monkeypatch):

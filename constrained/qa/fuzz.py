@@ -2,8 +2,8 @@
 
 A walk drives :class:`~constrained.runtime.constraint.ToolCallConstraint` as a
 decoding loop does (fill the host bitmask, pick a token it allows, consume
-it), so the precomputed raw-text rows and the cheap consume path are
-exercised, not only llguidance. It ends when the grammar finishes, when the
+it), so the precomputed raw-text rows, the mask cache and the cheap
+consume path are exercised, not only llguidance. It ends when the grammar finishes, when the
 token budget runs out, when no token is allowed while the grammar is
 unfinished (a wedge), or when something goes wrong (an exception, the
 constraint refusing a token its own mask allowed, a mask that differs from a
@@ -175,6 +175,7 @@ def walk(compiled: CompiledTools, seed: int, options: WalkOptions | None = None)
         problems=tuple(problems),
         detail=detail,
         precomputed_steps=state.constraint.precomputed_rows if state is not None else 0,
+        cached_steps=state.constraint.cached_rows if state is not None else 0,
         seconds=time.perf_counter() - started,
     )
 

@@ -87,6 +87,9 @@ class FuzzRun:
     """What went wrong, for a wedge or an error."""
     precomputed_steps: int = 0
     """Steps whose mask was a precomputed raw-text row."""
+    cached_steps: int = 0
+    """Steps whose mask came from the mask cache (earlier walks of the same
+    compiled set fill it)."""
     seconds: float = 0.0
     """How long the walk took, checks included."""
 
@@ -140,6 +143,7 @@ class FuzzSummary:
     errors: int = 0
     budget_exhausted: int = 0
     precomputed_steps: int = 0
+    cached_steps: int = 0
     failures: list[FuzzRun] = field(default_factory=list)
     keep: int = 5
 
@@ -160,11 +164,13 @@ class FuzzSummary:
         self.errors += run.outcome is Outcome.ERROR
         self.budget_exhausted += run.outcome is Outcome.BUDGET_EXHAUSTED
         self.precomputed_steps += run.precomputed_steps
+        self.cached_steps += run.cached_steps
         if run.failed and len(self.failures) < self.keep:
             self.failures.append(run)
 
     def merge(self, other: "FuzzSummary") -> None:
-        for name in ("runs", "finished", "valid", "wedges", "errors", "budget_exhausted", "precomputed_steps"):
+        for name in ("runs", "finished", "valid", "wedges", "errors", "budget_exhausted", "precomputed_steps",
+                     "cached_steps"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failures.extend(other.failures[: max(0, self.keep - len(self.failures))])
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from ..errors import ArgumentError, ConstraintError
 from .frame_tracker import frame_trackers
+from .mask_cache import MaskCache, MaskNode, mask_cache
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
     from ..compiler import CompiledTools
 
 logger = logging.getLogger(__name__)
+
+MISSES_IN_A_ROW = 32
+"""After this many cache misses in a row (text the cache keys on, like a
+long JSON string), a sequence stops keeping and looking up masks."""
 
 OnViolation = Literal["unconstrained", "stop"]
 ON_VIOLATION = ("unconstrained", "stop")
@@ -81,6 +86,10 @@ class ToolCallConstraint:
     several tokens to one row, :meth:`rollback` takes tokens back
     (speculative decoding). ``num_threads`` sets the threads that fill a
     batch's masks (llguidance's default: 80% of the CPUs, at most 32).
+
+    Masks llguidance computed are kept with ``compiled`` and reused when a
+    sequence of the same tool set reaches the same state
+    (:mod:`.mask_cache`); ``cache_masks=False`` asks llguidance every time.
     """
 
     def __init__(
@@ -90,6 +99,7 @@ class ToolCallConstraint:
         *,
         on_violation: OnViolation = "unconstrained",
         num_threads: int | None = None,
+        cache_masks: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ArgumentError(f"batch_size must be at least 1, got {batch_size}", argument="batch_size")
@@ -113,10 +123,20 @@ class ToolCallConstraint:
         self._forbidden: list[Any] = [None] * batch_size
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
         self._trackers = frame_trackers(compiled, batch_size)
-        self._history: list[list[tuple[object, ...]]] = [[] for _ in range(batch_size)]
+        self._cache: MaskCache | None = mask_cache(compiled) if cache_masks else None
+        # Per row: where its history stands in the mask cache (None: not
+        # looked up), and the node where its open raw value began.
+        self._nodes: list[MaskNode | None] = [self._cache.root if self._cache else None] * batch_size
+        self._value_starts: list[MaskNode | None] = [None] * batch_size
+        self._misses = [0] * batch_size  # cache misses since the last hit
+        # Per row and token held (end tokens aside): the tracker's snapshot
+        # and the two nodes before it, for rollback.
+        self._history: list[list[tuple[Any, MaskNode | None, MaskNode | None]]] = [[] for _ in range(batch_size)]
         self._executor = _executor(num_threads) if batch_size > 1 else None
         self.precomputed_rows = 0
-        """Masks filled from precomputed raw-text rows (the rest by llguidance)."""
+        """Masks filled from precomputed raw-text rows."""
+        self.cached_rows = 0
+        """Masks filled from the mask cache (the rest by llguidance)."""
         self._words = (self.vocab_size + 31) // 32
         self._buffers: _Buffers | None = None
 
@@ -182,9 +202,8 @@ class ToolCallConstraint:
             return
         if self._accepts(row, token):
             self._consumed[row] += 1
-            if self._trackers is not None and not self._ended[row]:
-                self._history[row].append(self._trackers[row].snapshot())
-                self._trackers[row].feed(token)
+            if not self._ended[row]:
+                self._advance(row, token)
             if self._ended[row] or self._matchers[row].is_stopped():
                 self._states[row] = RowState.FINISHED
             return
@@ -194,6 +213,29 @@ class ToolCallConstraint:
         event = ConstraintEvent(row, self._consumed[row], token, self._describe(token), new_state)
         self.events.append(event)
         logger.warning("%s", event)
+
+    def _advance(self, row: int, token: int) -> None:
+        """Move the row's tracker and its place in the mask cache past an
+        accepted ``token``. A raw value of any text is skipped: the node
+        after it hangs off the node where it opened, by its closing token."""
+        tracker = self._trackers[row] if self._trackers is not None else None
+        node, start = self._nodes[row], self._value_starts[row]
+        self._history[row].append((tracker.snapshot() if tracker is not None else None, node, start))
+        if tracker is None:
+            self._nodes[row] = node.child(token) if node is not None else None
+            return
+        inside, closed = tracker.in_any_text_value, tracker.values_closed
+        tracker.feed(token)
+        closed = tracker.values_closed - closed
+        if inside and closed == 0 and tracker.in_any_text_value:
+            return  # still inside the value
+        if inside:  # the token closed it (exactly one: else the row stops using the cache)
+            node = start.child(~token) if closed == 1 and start is not None else None
+        else:
+            node = node.child(token) if node is not None else None
+        if tracker.in_any_text_value:  # the token opened one
+            node, start = None, node
+        self._nodes[row], self._value_starts[row] = node, start
 
     def _accepts(self, row: int, token: int) -> bool:
         """Consume ``token`` if the grammar allows it, leaving the matcher
@@ -243,9 +285,11 @@ class ToolCallConstraint:
                 matched -= 1
             if matched and not self._matchers[r].rollback(matched):
                 raise ConstraintError(f"sequence {r}: llguidance could not roll back {matched} tokens")
-            if matched and self._trackers is not None:
+            if matched:
                 history = self._history[r]
-                self._trackers[r].restore(history[-matched])
+                snapshot, self._nodes[r], self._value_starts[r] = history[-matched]
+                if self._trackers is not None:
+                    self._trackers[r].restore(snapshot)
                 del history[-matched:]
             self._consumed[r] -= matched
             if self._unmatched[r] == 0:
@@ -270,17 +314,26 @@ class ToolCallConstraint:
         buffers = self._require_buffers()
         host = buffers.host_bits
         active = []
+        missed: list[tuple[int, MaskNode]] = []
         forbidden = self._forbidden
         for row, state in enumerate(self._states):
             forbidden[row] = None
             if state is RowState.ACTIVE:
                 self._masked[row] = True
                 tracker = self._trackers[row] if self._trackers is not None else None
+                node = self._nodes[row]
                 if tracker is not None and tracker.in_text_frame:
                     forbidden[row] = tracker.fill(buffers.host_words[row], self._matchers[row].validate_tokens)
                     self.precomputed_rows += 1
+                elif node is not None and node.mask is not None:
+                    assert self._cache is not None
+                    forbidden[row] = self._cache.write(node, buffers.host_words[row])
+                    self.cached_rows += 1
+                    self._misses[row] = 0
                 else:
                     active.append((self._matchers[row], row))
+                    if node is not None:
+                        missed.append((row, node))
             elif state is RowState.RELEASED:
                 host[row].fill_(-1)
                 forbidden[row] = buffers.nothing
@@ -293,6 +346,12 @@ class ToolCallConstraint:
         elif active:
             assert self._executor is not None
             self._executor.unsafe_compute_mask_ptr(active, host.data_ptr(), row_bytes, self.batch_size)
+        for row, node in missed:
+            assert self._cache is not None
+            self._cache.store(node, buffers.host_words[row])
+            self._misses[row] += 1
+            if self._misses[row] >= MISSES_IN_A_ROW:
+                self._nodes[row] = self._value_starts[row] = None
 
     def allowed_words(self, row: int) -> "np.ndarray":
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left

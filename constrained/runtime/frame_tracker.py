@@ -79,6 +79,17 @@ class FrameTracker:
          self._guards, self._tail) = snapshot  # type: ignore[assignment]
 
     @property
+    def in_any_text_value(self) -> bool:
+        """Whether the text stands inside a value of any text (whose
+        content the mask cache does not key on)."""
+        return self._state == _VALUE and self._fast
+
+    @property
+    def values_closed(self) -> int:
+        """How many values the tracker has seen closed (it only grows)."""
+        return self._closings
+
+    @property
     def in_text_frame(self) -> bool:
         """Whether the next mask is a precomputed row (:meth:`fill`)."""
         return self._state == _VALUE and self._fast and self._need == 0

@@ -4,6 +4,7 @@ over a backend, a tokenizer with its row count or EOS ids overridden."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
@@ -207,6 +208,10 @@ class Tokenizer:
         )
 
 
+_ENCODED = 16384
+"""Texts whose tokens the llguidance tokenizer keeps (per tokenizer)."""
+
+
 class _LLWrapper:
     """What ``llguidance.LLTokenizer`` reads from a Python tokenizer (the
     duck-typed form of ``llguidance.TokenizerWrapper``, without its probe
@@ -220,11 +225,18 @@ class _LLWrapper:
         self.tokens = table
         self.special_token_ids = sorted(special)
         self._tok = tok
+        self._encode = functools.lru_cache(maxsize=_ENCODED)(self._encode_text)
 
     def __call__(self, s: str | bytes) -> list[int]:
+        """llguidance calls this at every step the grammar forces bytes (the
+        last token's bytes and the forced ones), mostly the same markup
+        again: the answers are kept."""
+        return list(self._encode(s))
+
+    def _encode_text(self, s: str | bytes) -> tuple[int, ...]:
         if isinstance(s, bytes):
             s = s.decode("utf-8", "replace")
-        return self._tok.backend.encode(s, add_special_tokens=False).ids
+        return tuple(self._tok.backend.encode(s, add_special_tokens=False).ids)
 
 
 def with_overrides(tok: Tokenizer, vocab_size: int | None, eos_token_ids: Sequence[int] | None) -> Tokenizer:

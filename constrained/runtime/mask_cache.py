@@ -1,0 +1,145 @@
+"""llguidance's masks kept per compiled tool set and reused where a state recurs.
+
+llguidance's mask is a function of the tokens a sequence was fed: of its
+parser state, and of the last token (it re-tokenizes forced bytes against
+it). So the mask computed after one token history is the mask after the same
+history in any sequence of the same grammar. :class:`MaskCache` keeps the
+masks in a trie of token ids, one per :class:`~constrained.compiler.CompiledTools`,
+shared by every constraint and every request made from it: the second call
+of a tool set walks the markup its first call already masked.
+
+One abstraction keeps histories shareable across argument values. A
+top-level value of any text in a raw-value dialect (the values the frame
+tracker follows, whose masks are precomputed rows) leaves no trace once its
+closing is complete: the grammar is past the value's lexeme, and what comes
+next depends on the closing token, not on the text. Such a value is one
+edge, labelled by its closing token, from the node where it opened. Nothing
+else is abstracted; the fuzzer compares every cached mask it meets with a
+plain llguidance matcher (``--crosscheck``), and the tests do so in every
+dialect.
+
+Most masks at structural points are one forced token (llguidance allows only
+the canonical tokenization of bytes the grammar forces); those are kept as
+the token id and written by setting one bit. Others are kept as the packed
+row, at most ``max_rows`` of them per tool set (256: 5 MB for Qwen's
+vocabulary, 8 MB for Gemma's); when that many are held the cache starts
+over. A row reused for the first time is also indexed by the tokens it
+forbids, when they are few (a string's mask forbids only special tokens),
+so the constraint's sparse apply can take it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..compiler import CompiledTools
+
+_SPARSE_WORDS = 256
+"""A kept row whose forbidden tokens lie in at most this many words also
+keeps them as an index (the constraint's sparse apply on CPU)."""
+
+
+class MaskNode:
+    """A token history (from the start of the output, or from the opening
+    of a raw value) and, once computed, llguidance's mask after it."""
+
+    __slots__ = ("children", "mask", "forbidden", "checked")
+
+    def __init__(self) -> None:
+        self.children: dict[int, MaskNode] = {}
+        self.mask: int | np.ndarray | None = None
+        """The one allowed token, or the packed row (``uint32`` words)."""
+        self.forbidden: "torch.Tensor | None" = None
+        """For a row: the tokens it forbids, when they are few (else None)."""
+        self.checked = False  # a row was looked at for the forms above
+
+    def child(self, label: int) -> "MaskNode":
+        """The node one token further (``label``: the token id, or
+        ``~token`` for the token that closed a raw value)."""
+        node = self.children.get(label)
+        if node is None:
+            node = self.children.setdefault(label, MaskNode())
+        return node
+
+
+class MaskCache:
+    """The masks of one compiled tool set, keyed by token history.
+
+    ``hits`` and ``misses`` count lookups at nodes (steps inside raw values
+    are not looked up: their masks are precomputed rows).
+    """
+
+    def __init__(self, vocab_size: int, max_rows: int = 256) -> None:
+        self.vocab_size = vocab_size
+        self.max_rows = max_rows
+        self.root = MaskNode()
+        self.rows = 0  # packed rows held
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def write(self, node: MaskNode, row: np.ndarray) -> "torch.Tensor | None":
+        """Write ``node``'s mask into ``row``; return the tokens it forbids
+        when they are few and known (for the sparse apply), else None."""
+        mask = node.mask
+        self.hits += 1
+        if isinstance(mask, int):
+            row.fill(0)
+            row[mask >> 5] = 1 << (mask & 31)
+            return None
+        assert mask is not None
+        np.copyto(row, mask)
+        if not node.checked:
+            self._check(node, mask)
+        return node.forbidden
+
+    def store(self, node: MaskNode, row: np.ndarray) -> None:
+        """Keep llguidance's mask ``row`` (just computed) at ``node``."""
+        self.misses += 1
+        if np.count_nonzero(row) == 1:
+            index = int(row.argmax())
+            word = int(row[index])
+            if word & (word - 1) == 0:
+                node.mask = index * 32 + word.bit_length() - 1
+                return
+        with self._lock:
+            if self.rows >= self.max_rows:
+                self.root, self.rows = MaskNode(), 0
+            self.rows += 1
+        node.mask = row.copy()
+
+    def _check(self, node: MaskNode, row: np.ndarray) -> None:
+        """On the first reuse of a row: keep its forbidden tokens as an
+        index when they lie in few words (a string value's mask forbids
+        only the special tokens)."""
+        import torch
+
+        node.checked = True
+        partial = np.flatnonzero(row != np.uint32(0xFFFFFFFF))
+        if len(partial) > _SPARSE_WORDS:
+            return
+        clear = np.flatnonzero(np.unpackbits(row[partial].view(np.uint8), bitorder="little") == 0)
+        tokens = partial[clear >> 5] * 32 + (clear & 31)
+        node.forbidden = torch.from_numpy(tokens[tokens < self.vocab_size])
+
+
+_caches_lock = threading.Lock()
+
+
+def mask_cache(compiled: "CompiledTools") -> MaskCache:
+    """The :class:`MaskCache` of ``compiled``, made on first use and kept
+    with it (so it lives as long as the compiled set, e.g. in the compile
+    cache)."""
+    cache: Any = compiled._masks
+    if cache is None:
+        with _caches_lock:
+            if compiled._masks is None:
+                object.__setattr__(compiled, "_masks", MaskCache(compiled.tokenizer.vocab_size))
+            cache = compiled._masks
+    return cache  # type: ignore[no-any-return]
