@@ -8,6 +8,7 @@ from Gemma 4; the grammar keeps writing bare keys)."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from ..grammar.syntax import ValueSyntax
 from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames
 from .base import Dialect, Markers, openai_function
+from .raw_values import RawTextSyntax, top_level_value_kind
 from .segments import Malformed, Parsed, Partial, Value, held_back
 
 
@@ -131,6 +133,33 @@ class Gemma4(Dialect):
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         body = render_value(self.arranged(tool, arguments, key_order), self.string_delimiter)
         return f"{self.call_open}{CALL}{tool.name}{body}{self.call_close}"
+
+    def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
+        """A top-level string is raw text up to the delimiter token, so the
+        constraint can follow it like a raw value: its opening is the key
+        and the delimiter, after the call's name or a top-level ``,`` (and
+        any scalar members before it). Markup with a nested object or array
+        never matches, and the tracker leaves that call's values to
+        llguidance."""
+        key, scalar = rb"[^:,{}\[\]<]+", rb"-?[0-9][0-9.eE+\-]*|true|false|null"
+        delimiter = re.escape(self.string_delimiter.encode())
+        opening = re.compile(
+            rb"(?:" + re.escape(CALL.encode()) + rb"(?P<tool>[^{]*)\{|,)(?:" + key + rb":(?:" + scalar + rb"),)*"
+            rb"(?P<key>" + key + rb"):" + delimiter
+        )
+        return RawTextSyntax(
+            call_open=self.call_open,
+            call_close=self.call_close,
+            opening=opening,
+            close=self.string_delimiter,
+            close_is_token=True,
+            close_at_start=True,
+            json_may_hold_close=False,
+            value_lead="",
+            value_guards=lambda tool: (),
+            value_kind=functools.partial(top_level_value_kind, self, close=self.string_delimiter),
+            text_may_spell_close=True,
+        )
 
     def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Gemma4":
         bound = copy.copy(self)

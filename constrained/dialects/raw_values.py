@@ -155,6 +155,9 @@ class RawTextSyntax:
     value_lead: str
     value_guards: Callable[[NormalizedTool | None], tuple[str, ...]]
     value_kind: Callable[[NormalizedTool, str], ValueKind]
+    text_may_spell_close: bool = False
+    """Whether a value's text may spell a closing token out as text (Gemma:
+    the parser splits on the token); else the grammar keeps it out."""
 
 
 class RawValueDialect(Dialect):
@@ -257,30 +260,8 @@ class RawValueDialect(Dialect):
             json_may_hold_close=False,
             value_lead=self.value_lead,
             value_guards=self.value_guards,
-            value_kind=functools.partial(self.value_kind, close=close),
+            value_kind=functools.partial(top_level_value_kind, self, close=close),
         )
-
-    def value_kind(self, tool: NormalizedTool, key: str, close: str) -> ValueKind:
-        """What the grammar allows as the value of ``key`` in a call of
-        ``tool``: any text only when every argument object that allows the
-        key takes any text for it. A tool whose enum strings hold ``close``
-        is not followed at all."""
-        objects = self.argument_objects(tool)
-        values = [frame for obj in objects for frame in _member_frames(obj)]
-        if any(_holds(tool.schema.resolve(frame), close, tool) for frame in values):
-            return ValueKind.UNTRACKED
-        allowed = []
-        for obj in objects:
-            frame = obj.property(key)
-            if frame is None and key not in obj.forbidden:
-                if obj.pattern_properties:
-                    return ValueKind.OTHER
-                frame = obj.additional
-            if frame is not None:
-                allowed.append(tool.schema.resolve(frame))
-        if allowed and all(_any_string(frame) for frame in allowed):
-            return ValueKind.ANY_TEXT
-        return ValueKind.OTHER
 
     @abstractmethod
     def walk(self, body: str, *, final: bool) -> Partial:
@@ -294,6 +275,29 @@ class RawValueDialect(Dialect):
 
     def partial_body(self, body: str) -> Partial:
         return self.walk(body, final=False)
+
+
+def top_level_value_kind(dialect: Dialect, tool: NormalizedTool, key: str, close: str) -> ValueKind:
+    """What the grammar allows as the value of ``key`` in a call of ``tool``
+    in ``dialect``: any text only when every argument object that allows
+    the key takes any text for it. A tool whose enum strings hold ``close``
+    is not followed at all."""
+    objects = dialect.argument_objects(tool)
+    values = [frame for obj in objects for frame in _member_frames(obj)]
+    if any(_holds(tool.schema.resolve(frame), close, tool) for frame in values):
+        return ValueKind.UNTRACKED
+    allowed = []
+    for obj in objects:
+        frame = obj.property(key)
+        if frame is None and key not in obj.forbidden:
+            if obj.pattern_properties:
+                return ValueKind.OTHER
+            frame = obj.additional
+        if frame is not None:
+            allowed.append(tool.schema.resolve(frame))
+    if allowed and all(_any_string(frame) for frame in allowed):
+        return ValueKind.ANY_TEXT
+    return ValueKind.OTHER
 
 
 def declared_keys(tool: NormalizedTool) -> list[str]:

@@ -233,7 +233,7 @@ def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] 
         return kinds[tool, key]
 
     # A closing token may be spelled out as text, which the parser could not tell from it.
-    spelled = (syntax.close,) if syntax.close_is_token else ()
+    spelled = (syntax.close,) if syntax.close_is_token and not syntax.text_may_spell_close else ()
     lead = syntax.value_lead.encode("utf-8")
     guard_sets: dict[str, ValueGuards | None] = {}
 
