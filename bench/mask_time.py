@@ -151,7 +151,8 @@ def llguidance_engine(grammar: str, tok: Tokenizer) -> Stepper:
 _xgr_compilers: dict[str, Any] = {}
 
 
-def xgrammar_engine(dialect: str, specs: list[dict[str, Any]], tok: Tokenizer) -> Stepper:
+def xgrammar_grammar(dialect: str, specs: list[dict[str, Any]], tok: Tokenizer) -> Any:
+    """XGrammar's compiled structural tag for ``specs`` in ``dialect``."""
     import xgrammar as xgr
 
     if tok.name not in _xgr_compilers:
@@ -160,7 +161,13 @@ def xgrammar_engine(dialect: str, specs: list[dict[str, Any]], tok: Tokenizer) -
                                  stop_token_ids=list(tok.eos_token_ids))
         _xgr_compilers[tok.name] = xgr.GrammarCompiler(info, max_threads=1)
     tag = xgr.get_model_structural_tag(XGRAMMAR_TAG[dialect], tools=specs, tool_choice="required", reasoning="disabled")
-    matcher = xgr.GrammarMatcher(_xgr_compilers[tok.name].compile_structural_tag(tag))
+    return _xgr_compilers[tok.name].compile_structural_tag(tag)
+
+
+def xgrammar_engine(dialect: str, specs: list[dict[str, Any]], tok: Tokenizer) -> Stepper:
+    import xgrammar as xgr
+
+    matcher = xgr.GrammarMatcher(xgrammar_grammar(dialect, specs, tok))
     bitmask = xgr.allocate_token_bitmask(1, tok.vocab_size)
     return (lambda: matcher.fill_next_token_bitmask(bitmask, 0)), matcher.accept_token
 
@@ -196,20 +203,30 @@ def time_steps(stepper: Stepper, tokens: list[int]) -> list[float] | None:
     return times
 
 
+def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int], list[dict[str, Any]]] | None:
+    """The case's compiled tools, its calls' tokens (end token included) and
+    its tools as OpenAI specs; None (counted) when its calls are no valid
+    calls of its tools."""
+    try:
+        compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=False,
+                                 key_order="schema")
+        texts = [render_tool_calls([{"name": n, "arguments": a}], compiled.tools, load.dialect, key_order="schema")
+                 for n, a in case.calls]
+    except Exception:  # ground truth that is no valid call of its tools (see tests/test_dialect_corpus.py)
+        load.refused["no valid call"] = load.refused.get("no valid call", 0) + 1
+        return None
+    tokens = tok.encode(SEPARATOR[load.dialect].join(texts)) + [tok.token_id(END[load.dialect])]
+    return compiled, tokens, [{"type": "function", "function": openai_function(t)} for t in compiled.tools]
+
+
 def run(load: Workload) -> None:
     tok = load_tokenizer(TOKENIZER[load.dialect])
     coding = load.name in ("write_file", "edit")
     for case in load.cases:
-        try:
-            compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=False,
-                                     key_order="schema")
-            texts = [render_tool_calls([{"name": n, "arguments": a}], compiled.tools, load.dialect, key_order="schema")
-                     for n, a in case.calls]
-        except Exception:  # ground truth that is no valid call of its tools (see tests/test_dialect_corpus.py)
-            load.refused["no valid call"] = load.refused.get("no valid call", 0) + 1
+        found = prepared(load, case, tok)
+        if found is None:
             continue
-        tokens = tok.encode(SEPARATOR[load.dialect].join(texts)) + [tok.token_id(END[load.dialect])]
-        specs = [{"type": "function", "function": openai_function(t)} for t in compiled.tools]
+        compiled, tokens, specs = found
         # The first call of the tool set (cache emptied; the warm-up ran
         # without it), then a repeated call (the cache the first one filled).
         engines: dict[str, Callable[[], Stepper]] = {

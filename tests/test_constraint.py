@@ -16,8 +16,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
-from constrained.runtime.constraint import RowState, ToolCallConstraint, apply_bit_planes
-from constrained.errors import ConstraintError
+from constrained.runtime.constraint import RowState, ToolCallConstraint, apply_bit_planes, fill_masks_together
+from constrained.errors import ArgumentError, ConstraintError
 from constrained.tokenizers import Tokenizer
 from sample_tools import WEATHER
 
@@ -126,11 +126,12 @@ def test_buffers_are_fixed_after_the_first_call() -> None:
         ToolCallConstraint(ct, 1).fill_masks()
 
 
-def test_rows_of_a_batch_are_independent_and_match_single_rows() -> None:
+@pytest.mark.parametrize("threads", [None, 2])  # in the calling thread, or on llguidance's pool
+def test_rows_of_a_batch_are_independent_and_match_single_rows(threads: int | None) -> None:
     ct = compiled()
     vocab = ct.tokenizer.vocab_size
     tokens = call_tokens()
-    batch = ToolCallConstraint(ct, 3)
+    batch = ToolCallConstraint(ct, 3, num_threads=threads)
     singles = [ToolCallConstraint(ct, 1) for _ in range(3)]
     # Row r lags r tokens behind row 0.
     for step in range(len(tokens)):
@@ -273,6 +274,65 @@ def test_raw_text_rows_apply_sparsely_without_allocating() -> None:
     for row in range(2):
         assert torch.equal(torch.isfinite(logits[row, :vocab]), expected)
     assert torch.all(logits[:, vocab:] == float("-inf"))
+
+
+def test_a_forced_step_keeps_one_logit_without_allocating() -> None:
+    """Where the grammar forces one token the CPU apply keeps that logit and
+    fills the rest (from llguidance's mask, then from the mask cache), with
+    the exact value kept and nothing allocated; a batch mixing such a row
+    with a dense one matches each alone."""
+    ct = compiled("qwen3_coder")
+    vocab = ct.tokenizer.vocab_size
+    tokens = call_tokens("qwen3_coder")
+    constraint = ToolCallConstraint(ct, 3)
+    for row in range(2):
+        constraint.consume_row(row, tokens[:1])  # <tool_call>: a newline is forced
+    logits = torch.randn(3, vocab + 64)
+    original = logits.clone()
+    constraint.mask_logits(logits)
+    forced = llguidance_allowed(constraint._matchers[0], vocab)
+    dense = llguidance_allowed(constraint._matchers[2], vocab)
+    assert int(forced.sum()) == 1 and int(dense.sum()) > 1  # row 2: the table path
+    for _ in range(2):  # llguidance's mask, then the cached one
+        for row, expected in ((0, forced), (1, forced), (2, dense)):
+            assert torch.equal(torch.isfinite(logits[row, :vocab]), torch.from_numpy(expected))
+            kept = torch.isfinite(logits[row])
+            assert torch.equal(logits[row][kept], original[row][kept])
+        assert torch.all(logits[:, vocab:] == float("-inf"))
+        logits.copy_(original)
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            constraint.mask_logits(logits)
+        assert "aten::index_copy_" in {e.name for e in prof.events()}
+        assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_constraints_filled_together_match_llguidance_row_by_row(threads: int | None) -> None:
+    """An engine's requests carry different tools: their llguidance rows are
+    filled in one parallel call, through a scratch bitmask, and every row
+    is still exactly its own grammar's mask (cache on and off, batch 1 and 2)."""
+    qwen = tok("qwen3")
+    sets = [compiled("qwen3_coder"), compiled("qwen3_coder", tool_choice="auto"),
+            compile_tools([WEATHER], "hermes", qwen, tool_choice="required")]
+    constraints = [ToolCallConstraint(ct, 2, cache_masks=cache) for ct in sets for cache in (True, False)]
+    streams = [qwen.encode(render_tool_calls([CALL], [WEATHER], c.compiled.dialect)) for c in constraints]
+    for constraint in constraints:
+        constraint.prepare(torch.zeros(2, qwen.vocab_size))
+    for step in range(12):
+        fill_masks_together(constraints, threads)
+        for constraint, stream in zip(constraints, streams):
+            for row in range(2):
+                fed = stream[: max(0, step - 3 * row)]
+                reference = constraint.compiled.matcher()
+                assert reference.consume_tokens(fed)
+                expected = llguidance_allowed(reference, qwen.vocab_size)
+                ours = np.unpackbits(constraint.allowed_words(row).view(np.uint8), bitorder="little")[: qwen.vocab_size]
+                assert np.array_equal(ours.astype(bool), expected), (constraint.compiled.dialect, step, row)
+            for row in range(2):
+                if step - 3 * row >= 0:
+                    constraint.consume_row(row, [stream[step - 3 * row]])
+    with pytest.raises(ArgumentError, match="one vocabulary"):
+        fill_masks_together([constraints[0], ToolCallConstraint(compiled("gemma4"))])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

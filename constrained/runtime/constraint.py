@@ -4,7 +4,8 @@
 one :class:`~constrained.compiler.CompiledTools`. Every buffer it needs is
 allocated on the first :meth:`~ToolCallConstraint.mask_logits` call, sized
 by the logits it is given; after that a decoding step allocates no tensor on
-CPU or GPU. The host bitmask is filled by llguidance (rows in parallel), and
+CPU or GPU. The host bitmask is filled by llguidance (or from precomputed
+rows and the mask cache), and
 :meth:`~ToolCallConstraint.apply` turns it into ``+inf``/``-inf`` per token
 through a byte lookup table and takes the minimum with the logits in place,
 so the apply step has fixed shapes and can be captured in a CUDA graph.
@@ -24,12 +25,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+import numpy as np
+
 from ..errors import ArgumentError, ConstraintError
 from .frame_tracker import frame_trackers
-from .mask_cache import MaskCache, MaskNode, mask_cache
+from .mask_cache import MaskCache, MaskNode, mask_cache, single_token
 
 if TYPE_CHECKING:
-    import numpy as np
     import torch
 
     from ..compiler import CompiledTools
@@ -84,8 +86,14 @@ class ToolCallConstraint:
     with the chosen token of every row. :meth:`forced_tokens` gives the
     tokens the grammar forces next (fast-forward), :meth:`consume_row` feeds
     several tokens to one row, :meth:`rollback` takes tokens back
-    (speculative decoding). ``num_threads`` sets the threads that fill a
-    batch's masks (llguidance's default: 80% of the CPUs, at most 32).
+    (speculative decoding).
+
+    The rows llguidance computes are filled one after another in the
+    calling thread; ``num_threads`` fills them on llguidance's thread pool
+    of that size instead. The pool measured 2.4x slower than one thread on
+    two cores (16 rows of one short call): where the grammar forces bytes,
+    its workers call back into the Python tokenizer, and they contend even
+    with llguidance's own one (``bench/batch_fill.py``).
 
     Masks llguidance computed are kept with ``compiled`` and reused when a
     sequence of the same tool set reaches the same state
@@ -121,6 +129,9 @@ class ToolCallConstraint:
         # Per row, the tokens its filled mask forbids when they are few and known
         # (CPU apply sets just those), else None.
         self._forbidden: list[Any] = [None] * batch_size
+        # Per row, the one token its filled mask allows, when known (CPU
+        # apply keeps just that logit), else None.
+        self._single: list[int | None] = [None] * batch_size
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
         self._trackers = frame_trackers(compiled, batch_size)
         self._cache: MaskCache | None = mask_cache(compiled) if cache_masks else None
@@ -132,7 +143,7 @@ class ToolCallConstraint:
         # Per row and token held (end tokens aside): the tracker's snapshot
         # and the two nodes before it, for rollback.
         self._history: list[list[tuple[Any, MaskNode | None, MaskNode | None]]] = [[] for _ in range(batch_size)]
-        self._executor = _executor(num_threads) if batch_size > 1 else None
+        self._executor = _executor(num_threads) if batch_size > 1 and num_threads is not None else None
         self.precomputed_rows = 0
         """Masks filled from precomputed raw-text rows."""
         self.cached_rows = 0
@@ -310,14 +321,30 @@ class ToolCallConstraint:
     def fill_masks(self) -> None:
         """Compute every row's allowed tokens into the host bitmask (rows in
         parallel). The buffers must exist: call :meth:`prepare` first or use
-        :meth:`mask_logits`."""
+        :meth:`mask_logits`. :func:`fill_masks_together` fills several
+        constraints' rows in one parallel call."""
+        pending = self._fill_known()
+        if len(pending) == 1 or (pending and self._executor is None):
+            host = self._require_buffers().host_words
+            for matcher, row, _ in pending:
+                matcher.unsafe_compute_mask_ptr(host[row].ctypes.data, host[row].nbytes)
+        elif pending:
+            assert self._executor is not None
+            work = [(matcher, row) for matcher, row, _ in pending]
+            self._executor.unsafe_compute_mask_ptr(work, self._require_buffers().host_bits.data_ptr(), self._words * 4,
+                                                   self.batch_size)
+        self._settle(pending)
+
+    def _fill_known(self) -> list[tuple[Any, int, MaskNode | None]]:
+        """Fill the rows whose mask is known without llguidance (raw-text
+        rows, the mask cache, finished and released rows); return the
+        others: (matcher, row, the row's cache node)."""
         buffers = self._require_buffers()
         host = buffers.host_bits
-        active = []
-        missed: list[tuple[int, MaskNode]] = []
-        forbidden = self._forbidden
+        pending: list[tuple[Any, int, MaskNode | None]] = []
+        forbidden, single = self._forbidden, self._single
         for row, state in enumerate(self._states):
-            forbidden[row] = None
+            forbidden[row] = single[row] = None
             if state is RowState.ACTIVE:
                 self._masked[row] = True
                 tracker = self._trackers[row] if self._trackers is not None else None
@@ -328,27 +355,29 @@ class ToolCallConstraint:
                 elif node is not None and node.mask is not None:
                     assert self._cache is not None
                     forbidden[row] = self._cache.write(node, buffers.host_words[row])
+                    single[row] = node.mask if isinstance(node.mask, int) else None
                     self.cached_rows += 1
                     self._misses[row] = 0
                 else:
-                    active.append((self._matchers[row], row))
-                    if node is not None:
-                        missed.append((row, node))
+                    pending.append((self._matchers[row], row, node))
             elif state is RowState.RELEASED:
                 host[row].fill_(-1)
                 forbidden[row] = buffers.nothing
             else:
                 host[row].copy_(buffers.end_only)
-        row_bytes = self._words * 4
-        if len(active) == 1:
-            matcher, row = active[0]
-            matcher.unsafe_compute_mask_ptr(host.data_ptr() + row * row_bytes, row_bytes)
-        elif active:
-            assert self._executor is not None
-            self._executor.unsafe_compute_mask_ptr(active, host.data_ptr(), row_bytes, self.batch_size)
-        for row, node in missed:
+        return pending
+
+    def _settle(self, pending: list[tuple[Any, int, MaskNode | None]]) -> None:
+        """After llguidance filled the ``pending`` rows: keep their masks in
+        the cache, and note the rows that allow one token (CPU apply)."""
+        buffers = self._require_buffers()
+        cpu = buffers.device.type == "cpu"
+        for _, row, node in pending:
+            if node is None:
+                self._single[row] = single_token(buffers.host_words[row]) if cpu else None
+                continue
             assert self._cache is not None
-            self._cache.store(node, buffers.host_words[row])
+            self._single[row] = self._cache.store(node, buffers.host_words[row])
             self._misses[row] += 1
             if self._misses[row] >= MISSES_IN_A_ROW:
                 self._nodes[row] = self._value_starts[row] = None
@@ -373,8 +402,10 @@ class ToolCallConstraint:
 
         buffers = self._require_buffers()
         buffers.check(logits)
-        if buffers.device.type == "cpu" and all(forbidden is not None for forbidden in self._forbidden):
-            return self._apply_sparse(logits)
+        if buffers.device.type == "cpu":
+            dense = [row for row in range(self.batch_size) if self._forbidden[row] is None and self._single[row] is None]
+            if len(dense) < self.batch_size:
+                return self._apply_sparse(logits, dense)
         if buffers.device_bits is not buffers.host_bits:
             buffers.device_bits.copy_(buffers.host_bits, non_blocking=True)
         width = buffers.masked_width
@@ -389,15 +420,35 @@ class ToolCallConstraint:
             logits[:, width:].fill_(float("-inf"))
         return logits
 
-    def _apply_sparse(self, logits: "torch.Tensor") -> "torch.Tensor":
-        """The CPU path when every row's forbidden tokens are few and known
-        (raw-text rows, released rows): set just those to ``-inf``, as
-        XGrammar's CPU kernel skips words with every bit set. About 30x less
-        work than a pass over the whole row."""
-        for row, forbidden in enumerate(self._forbidden):
-            assert forbidden is not None
-            if forbidden.numel():
-                logits[row].index_fill_(0, forbidden, float("-inf"))
+    def _apply_sparse(self, logits: "torch.Tensor", dense: list[int]) -> "torch.Tensor":
+        """The CPU path, row by row, when some rows' masks are known in
+        short: a row whose forbidden tokens are few and known (raw-text rows,
+        released rows, cached string masks) gets just those set to ``-inf``,
+        as XGrammar's CPU kernel skips words with every bit set (about 30x
+        less work than a pass over the row); a row that allows one token
+        (a forced step) keeps that logit and fills the rest. The ``dense``
+        rows take the table path one by one."""
+        import torch
+
+        buffers = self._require_buffers()
+        for row in range(self.batch_size):
+            forbidden, single = self._forbidden[row], self._single[row]
+            if single is not None:
+                index, kept = buffers.single_index[row : row + 1], buffers.single_value[row : row + 1]
+                index.fill_(single)
+                torch.index_select(logits[row], 0, index, out=kept)
+                logits[row].fill_(float("-inf"))
+                logits[row].index_copy_(0, index, kept)
+            elif forbidden is not None:
+                if forbidden.numel():
+                    logits[row].index_fill_(0, forbidden, float("-inf"))
+        width, row_bytes = buffers.masked_width, self._words * 4
+        for row in dense:
+            index = buffers.byte_index[row * row_bytes : (row + 1) * row_bytes]
+            bias = buffers.bias[row * row_bytes : (row + 1) * row_bytes]
+            index.copy_(buffers.host_bits[row].view(torch.uint8))
+            torch.index_select(buffers.byte_table, 0, index, out=bias)
+            torch.minimum(logits[row, :width], bias.view(-1)[:width], out=logits[row, :width])
         if logits.shape[1] > self.vocab_size:
             logits[:, self.vocab_size :].fill_(float("-inf"))
         return logits
@@ -421,11 +472,50 @@ class ToolCallConstraint:
         return f"ToolCallConstraint({self.compiled.dialect!r}, batch_size={self.batch_size}, rows=[{states}])"
 
 
-_executors: dict[int | None, Any] = {}
+def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:
+    """:meth:`~ToolCallConstraint.fill_masks` of several constraints (of one
+    vocabulary; an engine's requests, each with its own tools). With
+    ``num_threads``, the rows llguidance computes go to its thread pool in
+    one call, through a scratch bitmask kept per thread; without, one after
+    another (faster on few cores, see :class:`ToolCallConstraint`)."""
+    if len({constraint._words for constraint in constraints}) > 1:
+        raise ArgumentError("constraints filled together must share one vocabulary", argument="constraints")
+    pending = [constraint._fill_known() for constraint in constraints]
+    work = [(constraint, item) for constraint, items in zip(constraints, pending) for item in items]
+    if len(work) == 1 or num_threads is None:
+        for constraint, (matcher, row, _) in work:
+            words = constraint._require_buffers().host_words[row]
+            matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+    elif work:
+        words = constraints[0]._words
+        scratch = _scratch(len(work), words)
+        _executor(num_threads).unsafe_compute_mask_ptr(
+            [(matcher, index) for index, (_, (matcher, _, _)) in enumerate(work)], scratch.ctypes.data, words * 4, len(work)
+        )
+        for index, (constraint, (_, row, _)) in enumerate(work):
+            np.copyto(constraint._require_buffers().host_words[row], scratch[index])
+    for constraint, items in zip(constraints, pending):
+        constraint._settle(items)
+
+
+_scratches = threading.local()
+
+
+def _scratch(rows: int, words: int) -> "np.ndarray":
+    """This thread's scratch bitmask of at least ``rows`` x ``words``
+    (grown, never shrunk), so a step allocates nothing once it is big enough."""
+    scratch = getattr(_scratches, "bits", None)
+    if scratch is None or scratch.shape[0] < rows or scratch.shape[1] != words:
+        scratch = np.zeros((max(rows, 16), words), dtype=np.uint32)
+        _scratches.bits = scratch
+    return scratch[:rows]
+
+
+_executors: dict[int, Any] = {}
 _executors_lock = threading.Lock()
 
 
-def _executor(num_threads: int | None) -> Any:
+def _executor(num_threads: int) -> Any:
     """One ``llguidance.LLExecutor`` (a thread pool) per thread count,
     shared by every constraint of the process."""
     with _executors_lock:
@@ -445,6 +535,8 @@ class _Buffers:
     host_bits: "torch.Tensor"
     host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
     nothing: "torch.Tensor"  # no token forbidden (a released row)
+    single_index: "torch.Tensor"  # CPU: per row, the one allowed token
+    single_value: "torch.Tensor"  # and its logit, kept across the fill
     device_bits: "torch.Tensor"
     end_only: "torch.Tensor"
     byte_table: "torch.Tensor"
@@ -497,6 +589,8 @@ class _Buffers:
             host_bits=host,
             host_words=host.numpy().view("uint32"),
             nothing=torch.zeros(0, dtype=torch.int64),
+            single_index=torch.zeros(batch, dtype=torch.int64),
+            single_value=torch.zeros(batch, dtype=logits.dtype),
             device_bits=host if not pinned else torch.zeros((batch, words), dtype=torch.int32, device=device),
             end_only=end_only,
             byte_table=table.to(device),

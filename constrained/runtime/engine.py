@@ -22,7 +22,7 @@ from ..compiler import CompiledTools, compile_tools
 from ..errors import ArgumentError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames.toolset import normalize_tool_set
 from ..tokenizers import Tokenizer
-from .constraint import OnViolation, ToolCallConstraint
+from .constraint import OnViolation, ToolCallConstraint, fill_masks_together
 
 if TYPE_CHECKING:
     import torch
@@ -163,8 +163,13 @@ class EngineRows:
             self._rows[source] = other
 
     def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
-        """Mask, in place, the rows of requests with tools; returns ``logits``."""
+        """Mask, in place, the rows of requests with tools; returns
+        ``logits``. The rows llguidance computes are filled in one parallel
+        call across requests."""
         for index, row in self._rows.items():
             row.catch_up()
-            row.constraint.mask_logits(logits[index : index + 1])
+            row.constraint.prepare(logits[index : index + 1])
+        fill_masks_together([row.constraint for row in self._rows.values()])
+        for index, row in self._rows.items():
+            row.constraint.apply(logits[index : index + 1])
         return logits

@@ -99,20 +99,20 @@ class MaskCache:
             self._check(node, mask)
         return node.forbidden
 
-    def store(self, node: MaskNode, row: np.ndarray) -> None:
-        """Keep llguidance's mask ``row`` (just computed) at ``node``."""
+    def store(self, node: MaskNode, row: np.ndarray) -> int | None:
+        """Keep llguidance's mask ``row`` (just computed) at ``node``;
+        return the one token it allows, if so."""
         self.misses += 1
-        if np.count_nonzero(row) == 1:
-            index = int(row.argmax())
-            word = int(row[index])
-            if word & (word - 1) == 0:
-                node.mask = index * 32 + word.bit_length() - 1
-                return
+        token = single_token(row)
+        if token is not None:
+            node.mask = token
+            return token
         with self._lock:
             if self.rows >= self.max_rows:
                 self.root, self.rows = MaskNode(), 0
             self.rows += 1
         node.mask = row.copy()
+        return None
 
     def _check(self, node: MaskNode, row: np.ndarray) -> None:
         """On the first reuse of a row: keep its forbidden tokens as an
@@ -127,6 +127,15 @@ class MaskCache:
         clear = np.flatnonzero(np.unpackbits(row[partial].view(np.uint8), bitorder="little") == 0)
         tokens = partial[clear >> 5] * 32 + (clear & 31)
         node.forbidden = torch.from_numpy(tokens[tokens < self.vocab_size])
+
+
+def single_token(row: np.ndarray) -> int | None:
+    """The one token a packed mask allows, or None (none or several)."""
+    if np.count_nonzero(row) != 1:
+        return None
+    index = int(row.argmax())
+    word = int(row[index])
+    return index * 32 + word.bit_length() - 1 if word & (word - 1) == 0 else None
 
 
 _caches_lock = threading.Lock()
