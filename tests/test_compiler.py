@@ -28,6 +28,7 @@ from constrained.dialects import DIALECTS, get_dialect
 from constrained.errors import CompileError, UnknownDialectError
 from constrained.output.parse import parse_tool_calls
 from constrained.tokenizers import Tokenizer, load_tokenizer
+from constrained.tools import load_tools
 
 LLGUIDANCE_AT_LEAST_1_8 = tuple(int(p) for p in version("llguidance").split(".")[:2]) >= (1, 8)
 
@@ -952,6 +953,29 @@ def test_compiling_again_hits_the_cache():
     assert compile_tools(tools, "qwen3_coder", "qwen3") is first
     # Other options: another object.
     assert compile_tools(tools, "qwen3_coder", tok("qwen3"), key_order="any") is not first
+
+
+def test_the_same_tool_objects_skip_writing_a_content_key(monkeypatch):
+    """Loaded tools given again as the same objects come from the cache by
+    identity, without normalizing them or writing their schemas out; equal
+    objects that are not the same find it by content; clearing forgets both."""
+    import constrained.compiler as compiler_module
+
+    loaded = load_tools([function("lookup", {"q": {"type": "string"}}, ["q"]), function("other", {}, [])])
+    first = compile_tools(loaded, "hermes", tok("qwen3"))
+    equal = load_tools([function("lookup", {"q": {"type": "string"}}, ["q"]), function("other", {}, [])])
+    assert compile_tools(equal, "hermes", tok("qwen3")) is first
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("keyed by content")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(compiler_module, "canonical_json", refuse)
+        patched.setattr(compiler_module, "normalize_tool_set", refuse)
+        assert compile_tools(loaded, "hermes", tok("qwen3")) is first
+    assert compile_tools(list(reversed(loaded)), "hermes", tok("qwen3")) is not first  # another order
+    compiler_module.clear_compile_cache()
+    assert compile_tools(loaded, "hermes", tok("qwen3")) is not first
 
 
 def test_repeated_json_tools_skip_normalization(monkeypatch):
