@@ -5,14 +5,13 @@
 For vocabularies of 151,936 (Qwen3) and 262,144 (Gemma 4) tokens at batch 1
 and 16, float32 logits, the mask of a string value (nearly every token
 allowed, the common case in coding calls): the time to apply it to the
-logits in place. For Qwen3 the rows are real: every row of the constraint
-has consumed a qwen3_coder ``write_file`` call up to its ``content`` value and
-the mask is the one it filled; for Gemma 4 the mask allows every non-special
-token, as inside a gemma4 string.
+logits in place. The rows are real: every row of the constraint has
+consumed a ``write_file`` call (qwen3_coder for Qwen3, gemma4 for Gemma 4)
+up to its ``content`` value, and the mask is the one it filled.
 - ``constrained, sparse``: :meth:`~constrained.ToolCallConstraint.apply`
   where every row is a precomputed raw-text row, so only the few forbidden
-  tokens are set (Qwen3 only; gemma4 strings are not precomputed);
-- ``constrained, dense``: the same call with the rows' forbidden sets
+  tokens are set;
+- ``constrained, dense``: the same call with every row's forbidden set
   unknown, as at structural points (byte lookup table to +inf/-inf, then an
   in-place minimum);
 - ``XGrammar 0.2.9``: ``xgrammar.apply_token_bitmask_inplace`` on CPU;
@@ -73,19 +72,11 @@ def main() -> int:
             logits = torch.randn(batch, vocab)
             constraint = ToolCallConstraint(compiled, batch)
             constraint.prepare(logits)
-            sparse = dialect == "qwen3_coder"
-            if sparse:
-                for row in range(batch):
-                    constraint.consume_row(row, header)
-                constraint.fill_masks()
-                assert constraint.precomputed_rows == batch and all(f is not None for f in constraint._forbidden)
-                words = constraint._buffers.host_bits.numpy()[0].copy()
-            else:
-                _, special = tok.token_table
-                allowed = np.ones(vocab, dtype=bool)
-                allowed[sorted(special)] = False
-                words = np.packbits(np.pad(allowed, (0, -vocab % 32)), bitorder="little").view(np.int32)
-                constraint._buffers.host_bits.copy_(torch.from_numpy(np.tile(words, (batch, 1))))
+            for row in range(batch):
+                constraint.consume_row(row, header)
+            constraint.fill_masks()
+            assert constraint.precomputed_rows == batch and all(f is not None for f in constraint._forbidden)
+            words = constraint._buffers.host_bits.numpy()[0].copy()
             bitmask = torch.from_numpy(np.tile(words, (batch, 1)))
             bits = torch.from_numpy(np.unpackbits(np.tile(words, (batch, 1)).view(np.uint8), axis=1,
                                                   bitorder="little")[:, :vocab].astype(bool))
@@ -96,9 +87,9 @@ def main() -> int:
                 constraint.apply(logits)
 
             def ours_dense() -> None:
-                constraint._forbidden[0] = None
+                constraint._forbidden[:] = [None] * batch
                 constraint.apply(logits)
-                constraint._forbidden[0] = forbidden[0]
+                constraint._forbidden[:] = forbidden
 
             def xgrammar() -> None:
                 xgr.apply_token_bitmask_inplace(logits, bitmask)
@@ -107,8 +98,8 @@ def main() -> int:
                 torch.logical_not(bits, out=unpacked)
                 logits.masked_fill_(unpacked, float("-inf"))
 
-            engines = ([("constrained, sparse", ours_sparse)] if sparse else []) + [
-                ("constrained, dense", ours_dense), ("XGrammar 0.2.9", xgrammar), ("masked_fill_", masked_fill)]
+            engines = [("constrained, sparse", ours_sparse), ("constrained, dense", ours_dense),
+                       ("XGrammar 0.2.9", xgrammar), ("masked_fill_", masked_fill)]
             times = {engine: timed(step, args.steps) for engine, step in engines}
             panels.append((f"vocabulary {vocab:,}, batch {batch}", times))
             results = {engine: summary(samples) for engine, samples in times.items()}
@@ -119,7 +110,7 @@ def main() -> int:
         "## Mask apply cost per step on CPU (`bench/apply_cost.py`)",
         "",
         f"{environment()}; torch threads {torch.get_num_threads()}. The mask of a string value applied to float32 logits "
-        f"in place (Qwen3: real qwen3_coder rows inside a `content` value; Gemma 4: every non-special token); "
+        f"in place (the constraint's real rows inside a `content` value: qwen3_coder for Qwen3, gemma4 for Gemma 4); "
         f"mean and p99 over {args.steps} steps.",
         "",
         "| vocabulary | batch | engine | mean us | p99 us | mean / XGrammar |",

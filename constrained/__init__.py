@@ -7,7 +7,7 @@ emitters, the logits mask and the parser all work from that one reading.
 import warnings as _warnings
 
 from .compiler import CheckResult, CompiledTools, compile_tools
-from .runtime.constraint import ConstraintEvent, RowState, ToolCallConstraint
+from .runtime.constraint import ConstraintEvent, RowState, ToolCallConstraint, fill_masks_together
 from .dialects import DIALECTS
 from .errors import (
     ArgumentError,
@@ -87,6 +87,7 @@ __all__ = [
     "annotate_ref_types",
     "compile_tools",
     "effective_type",
+    "fill_masks_together",
     "generate",
     "json_types",
     "load_model",

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MISSES_IN_A_ROW = 32
-"""After this many cache misses in a row (text the cache keys on, like a
-long JSON string), a sequence stops keeping and looking up masks."""
+"""After this many cache misses in a row whose masks allow several tokens
+(text the cache keys on, like a long JSON string), a sequence stops keeping
+and looking up masks."""
 
 OnViolation = Literal["unconstrained", "stop"]
 ON_VIOLATION = ("unconstrained", "stop")
@@ -378,9 +379,10 @@ class ToolCallConstraint:
                 continue
             assert self._cache is not None
             self._single[row] = self._cache.store(node, buffers.host_words[row])
-            self._misses[row] += 1
-            if self._misses[row] >= MISSES_IN_A_ROW:
-                self._nodes[row] = self._value_starts[row] = None
+            if self._single[row] is None:  # a forced token costs nothing to keep
+                self._misses[row] += 1
+                if self._misses[row] >= MISSES_IN_A_ROW:
+                    self._nodes[row] = self._value_starts[row] = None
 
     def allowed_words(self, row: int) -> "np.ndarray":
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left

@@ -22,8 +22,8 @@ Most masks at structural points are one forced token (llguidance allows only
 the canonical tokenization of bytes the grammar forces); those are kept as
 the token id and written by setting one bit. Others are kept as the packed
 row, at most ``max_rows`` of them per tool set (256: 5 MB for Qwen's
-vocabulary, 8 MB for Gemma's); when that many are held the cache starts
-over. A row reused for the first time is also indexed by the tokens it
+vocabulary, 8 MB for Gemma's), and at most ``max_masks`` masks in all;
+when that many are held the cache starts over. A row reused for the first time is also indexed by the tokens it
 forbids, when they are few (a string's mask forbids only special tokens),
 so the constraint's sparse apply can take it.
 """
@@ -75,11 +75,13 @@ class MaskCache:
     are not looked up: their masks are precomputed rows).
     """
 
-    def __init__(self, vocab_size: int, max_rows: int = 256) -> None:
+    def __init__(self, vocab_size: int, max_rows: int = 256, max_masks: int = 1 << 16) -> None:
         self.vocab_size = vocab_size
         self.max_rows = max_rows
+        self.max_masks = max_masks
         self.root = MaskNode()
         self.rows = 0  # packed rows held
+        self.masks = 0  # masks held, rows and single tokens
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
@@ -104,15 +106,13 @@ class MaskCache:
         return the one token it allows, if so."""
         self.misses += 1
         token = single_token(row)
-        if token is not None:
-            node.mask = token
-            return token
         with self._lock:
-            if self.rows >= self.max_rows:
-                self.root, self.rows = MaskNode(), 0
-            self.rows += 1
-        node.mask = row.copy()
-        return None
+            if self.masks >= self.max_masks or (token is None and self.rows >= self.max_rows):
+                self.root, self.rows, self.masks = MaskNode(), 0, 0
+            self.masks += 1
+            self.rows += token is None
+        node.mask = row.copy() if token is None else token
+        return token
 
     def _check(self, node: MaskNode, row: np.ndarray) -> None:
         """On the first reuse of a row: keep its forbidden tokens as an
