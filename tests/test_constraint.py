@@ -16,7 +16,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
-from constrained.runtime.constraint import RowState, ToolCallConstraint, apply_bit_planes, fill_masks_together
+from constrained.runtime.constraint import RowState, ToolCallConstraint, fill_masks_together
+from constrained.runtime.logits_mask import apply_bit_planes
 from constrained.errors import ArgumentError, ConstraintError
 from constrained.tokenizers import Tokenizer
 from sample_tools import WEATHER

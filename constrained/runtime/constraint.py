@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ConstraintError
 from .frame_tracker import frame_trackers
+from .logits_mask import MaskBuffers, apply_mask
 from .mask_cache import MaskCache, MaskNode, mask_cache, single_token
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class ToolCallConstraint:
         self.cached_rows = 0
         """Masks filled from the mask cache (the rest by llguidance)."""
         self._words = (self.vocab_size + 31) // 32
-        self._buffers: _Buffers | None = None
+        self._buffers: MaskBuffers | None = None
 
     # -- state -------------------------------------------------------------
 
@@ -398,73 +399,22 @@ class ToolCallConstraint:
         through a 256-entry table into ``+inf``/``-inf`` per token, and take
         the elementwise minimum with the logits, so allowed logits keep their
         exact value and forbidden ones become ``-inf``. Fixed shapes, no
-        allocation, capturable in a CUDA graph. (A ``masked_fill_`` with a
-        boolean mask is about 7x slower on CPU.)"""
-        import torch
-
+        allocation, capturable in a CUDA graph. On CPU, rows whose mask is
+        known in short take a shorter path (:func:`.logits_mask.apply_mask`)."""
         buffers = self._require_buffers()
         buffers.check(logits)
-        if buffers.device.type == "cpu":
-            dense = [row for row in range(self.batch_size) if self._forbidden[row] is None and self._single[row] is None]
-            if len(dense) < self.batch_size:
-                return self._apply_sparse(logits, dense)
-        if buffers.device_bits is not buffers.host_bits:
-            buffers.device_bits.copy_(buffers.host_bits, non_blocking=True)
-        width = buffers.masked_width
-        if buffers.bit_planes.numel():
-            apply_bit_planes(buffers.device_bits, buffers.shifts, buffers.bit_planes, buffers.forbidden, logits, width)
-        else:
-            buffers.byte_index.copy_(buffers.device_bits.view(torch.uint8).view(-1))
-            torch.index_select(buffers.byte_table, 0, buffers.byte_index, out=buffers.bias)
-            bias = buffers.bias.view(self.batch_size, -1)[:, :width]
-            torch.minimum(logits[:, :width], bias, out=logits[:, :width])
-        if logits.shape[1] > width:
-            logits[:, width:].fill_(float("-inf"))
-        return logits
-
-    def _apply_sparse(self, logits: "torch.Tensor", dense: list[int]) -> "torch.Tensor":
-        """The CPU path, row by row, when some rows' masks are known in
-        short: a row whose forbidden tokens are few and known (raw-text rows,
-        released rows, cached string masks) gets just those set to ``-inf``,
-        as XGrammar's CPU kernel skips words with every bit set (about 30x
-        less work than a pass over the row); a row that allows one token
-        (a forced step) keeps that logit and fills the rest. The ``dense``
-        rows take the table path one by one."""
-        import torch
-
-        buffers = self._require_buffers()
-        for row in range(self.batch_size):
-            forbidden, single = self._forbidden[row], self._single[row]
-            if single is not None:
-                index, kept = buffers.single_index[row : row + 1], buffers.single_value[row : row + 1]
-                index.fill_(single)
-                torch.index_select(logits[row], 0, index, out=kept)
-                logits[row].fill_(float("-inf"))
-                logits[row].index_copy_(0, index, kept)
-            elif forbidden is not None:
-                if forbidden.numel():
-                    logits[row].index_fill_(0, forbidden, float("-inf"))
-        width, row_bytes = buffers.masked_width, self._words * 4
-        for row in dense:
-            index = buffers.byte_index[row * row_bytes : (row + 1) * row_bytes]
-            bias = buffers.bias[row * row_bytes : (row + 1) * row_bytes]
-            index.copy_(buffers.host_bits[row].view(torch.uint8))
-            torch.index_select(buffers.byte_table, 0, index, out=bias)
-            torch.minimum(logits[row, :width], bias.view(-1)[:width], out=logits[row, :width])
-        if logits.shape[1] > self.vocab_size:
-            logits[:, self.vocab_size :].fill_(float("-inf"))
-        return logits
+        return apply_mask(buffers, logits, self._forbidden, self._single, self.vocab_size)
 
     def prepare(self, logits: "torch.Tensor") -> None:
         """Allocate the buffers for logits shaped like ``logits`` (done by the
         first :meth:`mask_logits` call; call it yourself before capturing
         :meth:`apply` in a CUDA graph)."""
         if self._buffers is None:
-            self._buffers = _Buffers.allocate(self, logits)
+            self._buffers = MaskBuffers.allocate(self.compiled.tokenizer, self.batch_size, self._words, logits)
         else:
             self._buffers.check(logits)
 
-    def _require_buffers(self) -> "_Buffers":
+    def _require_buffers(self) -> MaskBuffers:
         if self._buffers is None:
             raise ConstraintError("no buffers yet: call prepare(logits) or mask_logits(logits) first")
         return self._buffers
@@ -526,112 +476,3 @@ def _executor(num_threads: int) -> Any:
 
             _executors[num_threads] = llguidance.LLExecutor(num_threads)
         return _executors[num_threads]
-
-
-class _Buffers:
-    """Every tensor one decoding step touches, allocated once."""
-
-    def __init__(self, **tensors: Any) -> None:
-        self.__dict__.update(tensors)
-
-    host_bits: "torch.Tensor"
-    host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
-    nothing: "torch.Tensor"  # no token forbidden (a released row)
-    single_index: "torch.Tensor"  # CPU: per row, the one allowed token
-    single_value: "torch.Tensor"  # and its logit, kept across the fill
-    device_bits: "torch.Tensor"
-    end_only: "torch.Tensor"
-    byte_table: "torch.Tensor"
-    byte_index: "torch.Tensor"  # CPU: the table path (empty on a GPU)
-    bias: "torch.Tensor"
-    bit_planes: "torch.Tensor"  # GPU: the bit-plane path (empty on CPU)
-    shifts: "torch.Tensor"
-    forbidden: "torch.Tensor"
-    masked_width: int
-    shape: tuple[int, int]
-    device: Any
-    dtype: Any
-
-    @classmethod
-    def allocate(cls, constraint: ToolCallConstraint, logits: "torch.Tensor") -> "_Buffers":
-        import torch
-
-        if logits.dim() != 2 or logits.shape[0] != constraint.batch_size:
-            raise ConstraintError(
-                f"logits must be batch_size x vocabulary ({constraint.batch_size} x V), "
-                f"got shape {tuple(logits.shape)}"
-            )
-        width = logits.shape[1]
-        tok = constraint.compiled.tokenizer
-        if width < tok.vocab_size:
-            highest = max(tok.eos_token_ids, default=0)
-            if highest >= width:
-                raise ConstraintError(
-                    f"logits have {width} columns but tokenizer {tok.name!r} has {tok.vocab_size} tokens "
-                    f"(end-of-generation id {highest} would be unreachable): use the model's own tokenizer"
-                )
-        device = logits.device
-        pinned = device.type == "cuda"
-        # A GPU expands the bits by shifts and selects (the table gather was
-        # 11x slower there: 1.39 ms against 0.13 ms at batch 64 on an H200,
-        # bench/GPU_CHECK.md); on CPU the table and the minimum are faster.
-        planes = device.type != "cpu"
-        batch, words = constraint.batch_size, constraint._words
-        host = torch.zeros((batch, words), dtype=torch.int32, pin_memory=pinned)
-        end_only = torch.zeros((words,), dtype=torch.int32)
-        end_bits = end_only.numpy().view("uint32")
-        for token in tok.eos_token_ids:
-            end_bits[token // 32] |= 1 << (token % 32)
-        # Row b of the table: +inf for each set bit of byte b (little-endian
-        # bit order, as llguidance packs tokens), -inf for each clear bit.
-        bits = torch.arange(256).unsqueeze(1).bitwise_right_shift(torch.arange(8)).bitwise_and(1).bool()
-        table = torch.full((256, 8), float("-inf"), dtype=logits.dtype)
-        table.masked_fill_(bits, float("inf"))
-        return cls(
-            host_bits=host,
-            host_words=host.numpy().view("uint32"),
-            nothing=torch.zeros(0, dtype=torch.int64),
-            single_index=torch.zeros(batch, dtype=torch.int64),
-            single_value=torch.zeros(batch, dtype=logits.dtype),
-            device_bits=host if not pinned else torch.zeros((batch, words), dtype=torch.int32, device=device),
-            end_only=end_only,
-            byte_table=table.to(device),
-            byte_index=torch.empty((0 if planes else batch * words * 4,), dtype=torch.int64, device=device),
-            bias=torch.empty((0 if planes else batch * words * 4, 8), dtype=logits.dtype, device=device),
-            bit_planes=torch.empty((batch, words * 4, 8) if planes else (0,), dtype=torch.uint8, device=device),
-            shifts=torch.arange(8, dtype=torch.uint8, device=device),
-            forbidden=torch.tensor(float("-inf"), dtype=logits.dtype, device=device),
-            masked_width=min(width, words * 32),
-            shape=(batch, width),
-            device=device,
-            dtype=logits.dtype,
-        )
-
-    def check(self, logits: "torch.Tensor") -> None:
-        if tuple(logits.shape) != self.shape or logits.device != self.device or logits.dtype != self.dtype:
-            raise ConstraintError(
-                f"the buffers were made for {self.dtype} logits {self.shape} on {self.device}; "
-                f"got {logits.dtype} {tuple(logits.shape)} on {logits.device} (make a new constraint)"
-            )
-
-
-def apply_bit_planes(
-    bits: "torch.Tensor",
-    shifts: "torch.Tensor",
-    planes: "torch.Tensor",
-    forbidden: "torch.Tensor",
-    logits: "torch.Tensor",
-    width: int,
-) -> None:
-    """Mask ``logits[:, :width]`` in place from packed ``bits`` (int32 words,
-    llguidance's little-endian bit order) without a table: shift each mask
-    byte by 0..7 into ``planes`` (uint8, batch x bytes x 8), keep the low
-    bit, and select the logit where it is set, ``forbidden`` (-inf) where
-    not. Elementwise kernels only, into buffers allocated once."""
-    import torch
-
-    batch = logits.shape[0]
-    torch.bitwise_right_shift(bits.view(torch.uint8).view(batch, -1, 1), shifts, out=planes)
-    torch.bitwise_and(planes, 1, out=planes)
-    allowed = planes.view(batch, -1)[:, :width].view(torch.bool)
-    torch.where(allowed, logits[:, :width], forbidden, out=logits[:, :width])

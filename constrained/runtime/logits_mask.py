@@ -1,0 +1,203 @@
+"""The logits side of a constraint: the buffers one decoding step touches,
+allocated once, and the in-place apply of a packed bitmask.
+
+On CPU a byte of the mask indexes a 256-entry table of ``+inf``/``-inf``
+and an in-place minimum keeps the allowed logits bit for bit; rows whose
+mask is known in short (a few forbidden tokens, or one allowed token) take
+a shorter path. On a GPU the bits are expanded by shifts instead
+(:func:`apply_bit_planes`). Fixed shapes and no allocation, so the GPU apply
+can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import ConstraintError
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..tokenizers import Tokenizer
+
+
+class MaskBuffers:
+    """Every tensor one decoding step of a constraint touches, allocated once."""
+
+    def __init__(self, **tensors: Any) -> None:
+        self.__dict__.update(tensors)
+
+    host_bits: "torch.Tensor"
+    host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
+    nothing: "torch.Tensor"  # no token forbidden (a released row)
+    single_index: "torch.Tensor"  # CPU: per row, the one allowed token
+    single_value: "torch.Tensor"  # and its logit, kept across the fill
+    device_bits: "torch.Tensor"
+    end_only: "torch.Tensor"
+    byte_table: "torch.Tensor"
+    byte_index: "torch.Tensor"  # CPU: the table path (empty on a GPU)
+    bias: "torch.Tensor"
+    bit_planes: "torch.Tensor"  # GPU: the bit-plane path (empty on CPU)
+    shifts: "torch.Tensor"
+    forbidden: "torch.Tensor"
+    masked_width: int
+    shape: tuple[int, int]
+    device: Any
+    dtype: Any
+
+    @classmethod
+    def allocate(cls, tok: "Tokenizer", batch: int, words: int, logits: "torch.Tensor") -> "MaskBuffers":
+        """Buffers for ``batch`` rows of ``words`` mask words over ``tok``,
+        shaped after ``logits``."""
+        import torch
+
+        if logits.dim() != 2 or logits.shape[0] != batch:
+            raise ConstraintError(
+                f"logits must be batch_size x vocabulary ({batch} x V), got shape {tuple(logits.shape)}"
+            )
+        width = logits.shape[1]
+        if width < tok.vocab_size:
+            highest = max(tok.eos_token_ids, default=0)
+            if highest >= width:
+                raise ConstraintError(
+                    f"logits have {width} columns but tokenizer {tok.name!r} has {tok.vocab_size} tokens "
+                    f"(end-of-generation id {highest} would be unreachable): use the model's own tokenizer"
+                )
+        device = logits.device
+        pinned = device.type == "cuda"
+        # A GPU expands the bits by shifts and selects (the table gather was
+        # 11x slower there: 1.39 ms against 0.13 ms at batch 64 on an H200,
+        # bench/GPU_CHECK.md); on CPU the table and the minimum are faster.
+        planes = device.type != "cpu"
+        host = torch.zeros((batch, words), dtype=torch.int32, pin_memory=pinned)
+        end_only = torch.zeros((words,), dtype=torch.int32)
+        end_bits = end_only.numpy().view("uint32")
+        for token in tok.eos_token_ids:
+            end_bits[token // 32] |= 1 << (token % 32)
+        # Row b of the table: +inf for each set bit of byte b (little-endian
+        # bit order, as llguidance packs tokens), -inf for each clear bit.
+        bits = torch.arange(256).unsqueeze(1).bitwise_right_shift(torch.arange(8)).bitwise_and(1).bool()
+        table = torch.full((256, 8), float("-inf"), dtype=logits.dtype)
+        table.masked_fill_(bits, float("inf"))
+        return cls(
+            host_bits=host,
+            host_words=host.numpy().view("uint32"),
+            nothing=torch.zeros(0, dtype=torch.int64),
+            single_index=torch.zeros(batch, dtype=torch.int64),
+            single_value=torch.zeros(batch, dtype=logits.dtype),
+            device_bits=host if not pinned else torch.zeros((batch, words), dtype=torch.int32, device=device),
+            end_only=end_only,
+            byte_table=table.to(device),
+            byte_index=torch.empty((0 if planes else batch * words * 4,), dtype=torch.int64, device=device),
+            bias=torch.empty((0 if planes else batch * words * 4, 8), dtype=logits.dtype, device=device),
+            bit_planes=torch.empty((batch, words * 4, 8) if planes else (0,), dtype=torch.uint8, device=device),
+            shifts=torch.arange(8, dtype=torch.uint8, device=device),
+            forbidden=torch.tensor(float("-inf"), dtype=logits.dtype, device=device),
+            masked_width=min(width, words * 32),
+            shape=(batch, width),
+            device=device,
+            dtype=logits.dtype,
+        )
+
+    def check(self, logits: "torch.Tensor") -> None:
+        if tuple(logits.shape) != self.shape or logits.device != self.device or logits.dtype != self.dtype:
+            raise ConstraintError(
+                f"the buffers were made for {self.dtype} logits {self.shape} on {self.device}; "
+                f"got {logits.dtype} {tuple(logits.shape)} on {logits.device} (make a new constraint)"
+            )
+
+
+def apply_mask(
+    buffers: MaskBuffers,
+    logits: "torch.Tensor",
+    forbidden: "Sequence[torch.Tensor | None]",
+    single: Sequence[int | None],
+    vocab_size: int,
+) -> "torch.Tensor":
+    """Apply the host bitmask in ``buffers`` to ``logits`` in place (see
+    :meth:`~constrained.runtime.constraint.ToolCallConstraint.apply`). Per
+    row, ``forbidden`` holds the tokens its mask forbids and ``single`` the
+    one token it allows, when known: on CPU such rows take
+    :func:`_apply_by_row`. (A ``masked_fill_`` with a boolean mask is about
+    7x slower on CPU than the table.)"""
+    import torch
+
+    batch = logits.shape[0]
+    if buffers.device.type == "cpu":
+        dense = [row for row in range(batch) if forbidden[row] is None and single[row] is None]
+        if len(dense) < batch:
+            return _apply_by_row(buffers, logits, forbidden, single, dense, vocab_size)
+    if buffers.device_bits is not buffers.host_bits:
+        buffers.device_bits.copy_(buffers.host_bits, non_blocking=True)
+    width = buffers.masked_width
+    if buffers.bit_planes.numel():
+        apply_bit_planes(buffers.device_bits, buffers.shifts, buffers.bit_planes, buffers.forbidden, logits, width)
+    else:
+        buffers.byte_index.copy_(buffers.device_bits.view(torch.uint8).view(-1))
+        torch.index_select(buffers.byte_table, 0, buffers.byte_index, out=buffers.bias)
+        bias = buffers.bias.view(batch, -1)[:, :width]
+        torch.minimum(logits[:, :width], bias, out=logits[:, :width])
+    if logits.shape[1] > width:
+        logits[:, width:].fill_(float("-inf"))
+    return logits
+
+
+def _apply_by_row(
+    buffers: MaskBuffers,
+    logits: "torch.Tensor",
+    forbidden: "Sequence[torch.Tensor | None]",
+    single: Sequence[int | None],
+    dense: list[int],
+    vocab_size: int,
+) -> "torch.Tensor":
+    """The CPU path, row by row, when some rows' masks are known in short:
+    a row whose forbidden tokens are few and known (raw-text rows, released
+    rows, cached string masks) gets just those set to ``-inf``, as XGrammar's
+    CPU kernel skips words with every bit set (about 30x less work than a
+    pass over the row); a row that allows one token (a forced step) keeps
+    that logit and fills the rest. The ``dense`` rows take the table path
+    one by one."""
+    import torch
+
+    for row in range(logits.shape[0]):
+        tokens, token = forbidden[row], single[row]
+        if token is not None:
+            index, kept = buffers.single_index[row : row + 1], buffers.single_value[row : row + 1]
+            index.fill_(token)
+            torch.index_select(logits[row], 0, index, out=kept)
+            logits[row].fill_(float("-inf"))
+            logits[row].index_copy_(0, index, kept)
+        elif tokens is not None and tokens.numel():
+            logits[row].index_fill_(0, tokens, float("-inf"))
+    width, row_bytes = buffers.masked_width, buffers.host_bits.shape[1] * 4
+    for row in dense:
+        index = buffers.byte_index[row * row_bytes : (row + 1) * row_bytes]
+        bias = buffers.bias[row * row_bytes : (row + 1) * row_bytes]
+        index.copy_(buffers.host_bits[row].view(torch.uint8))
+        torch.index_select(buffers.byte_table, 0, index, out=bias)
+        torch.minimum(logits[row, :width], bias.view(-1)[:width], out=logits[row, :width])
+    if logits.shape[1] > vocab_size:
+        logits[:, vocab_size:].fill_(float("-inf"))
+    return logits
+
+
+def apply_bit_planes(
+    bits: "torch.Tensor",
+    shifts: "torch.Tensor",
+    planes: "torch.Tensor",
+    forbidden: "torch.Tensor",
+    logits: "torch.Tensor",
+    width: int,
+) -> None:
+    """Mask ``logits[:, :width]`` in place from packed ``bits`` (int32 words,
+    llguidance's little-endian bit order) without a table: shift each mask
+    byte by 0..7 into ``planes`` (uint8, batch x bytes x 8), keep the low
+    bit, and select the logit where it is set, ``forbidden`` (-inf) where
+    not. Elementwise kernels only, into buffers allocated once."""
+    import torch
+
+    batch = logits.shape[0]
+    torch.bitwise_right_shift(bits.view(torch.uint8).view(batch, -1, 1), shifts, out=planes)
+    torch.bitwise_and(planes, 1, out=planes)
+    allowed = planes.view(batch, -1)[:, :width].view(torch.bool)
+    torch.where(allowed, logits[:, :width], forbidden, out=logits[:, :width])
