@@ -21,8 +21,8 @@ dialect.
 Most masks at structural points are one forced token (llguidance allows only
 the canonical tokenization of bytes the grammar forces); those are kept as
 the token id and written by setting one bit. Others are kept as the packed
-row, at most ``max_rows`` of them per tool set (256: 5 MB for Qwen's
-vocabulary, 8 MB for Gemma's), and at most ``max_masks`` masks in all;
+row, at most ``max_rows`` of them per tool set (128: 2.4 MB for Qwen's
+vocabulary, 4 MB for Gemma's; the compile cache keeps up to 64 sets), and at most ``max_masks`` masks in all;
 when that many are held the cache starts over. A row reused for the first time is also indexed by the tokens it
 forbids, when they are few (a string's mask forbids only special tokens),
 so the constraint's sparse apply can take it.
@@ -75,7 +75,7 @@ class MaskCache:
     are not looked up: their masks are precomputed rows).
     """
 
-    def __init__(self, vocab_size: int, max_rows: int = 256, max_masks: int = 1 << 16) -> None:
+    def __init__(self, vocab_size: int, max_rows: int = 128, max_masks: int = 1 << 14) -> None:
         self.vocab_size = vocab_size
         self.max_rows = max_rows
         self.max_masks = max_masks
