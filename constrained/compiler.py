@@ -240,13 +240,14 @@ def compile_tools(
     chosen = get_dialect(dialect)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
     settings = (chosen.name, *astuple(options), tok.fingerprint)
-    same_objects = _same_objects(tools, settings)
+    object_key = _object_key(tools, settings)
+    same_objects = _same_objects(object_key, tools)
     if same_objects is not None:
         return same_objects
     source = _source_key(tools, settings)
     cached = _cached(source)
     if cached is not None:
-        _remember_objects(tools, settings, cached)
+        _remember_objects(object_key, tools, cached)
         return cached
     tool_set = normalize_tool_set(tools, strict=options.strict)
     if options.bad_tools == "raise":
@@ -259,7 +260,7 @@ def compile_tools(
                 _cache[name] = compiled
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
-    _remember_objects(tools, settings, compiled)
+    _remember_objects(object_key, tools, compiled)
     return compiled
 
 
@@ -282,8 +283,7 @@ def _object_key(tools: Any, settings: tuple[Any, ...]) -> tuple[Any, ...] | None
     return (*settings, *map(id, tools))
 
 
-def _same_objects(tools: Any, settings: tuple[Any, ...]) -> CompiledTools | None:
-    key = _object_key(tools, settings)
+def _same_objects(key: tuple[Any, ...] | None, tools: Any) -> CompiledTools | None:
     if key is None:
         return None
     with _cache_lock:
@@ -295,8 +295,7 @@ def _same_objects(tools: Any, settings: tuple[Any, ...]) -> CompiledTools | None
         return found[1]
 
 
-def _remember_objects(tools: Any, settings: tuple[Any, ...], compiled: CompiledTools) -> None:
-    key = _object_key(tools, settings)
+def _remember_objects(key: tuple[Any, ...] | None, tools: Any, compiled: CompiledTools) -> None:
     if key is None:
         return
     with _cache_lock:

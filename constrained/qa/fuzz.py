@@ -3,9 +3,9 @@
 A walk drives :class:`~constrained.runtime.constraint.ToolCallConstraint` as a
 decoding loop does (fill the host bitmask, pick a token it allows, consume
 it), so the precomputed raw-text rows, the mask cache and the cheap
-consume path are exercised, not only llguidance. It ends when the grammar finishes, when the
-token budget runs out, when no token is allowed while the grammar is
-unfinished (a wedge), or when something goes wrong (an exception, the
+consume path are exercised, not only llguidance. It ends when the grammar
+finishes, when the token budget runs out, when no token is allowed while
+the grammar is unfinished (a wedge), or when something goes wrong (an exception, the
 constraint refusing a token its own mask allowed, a mask that differs from a
 plain llguidance matcher fed the same tokens). A finished output is parsed
 and checked against the schema and ``tool_choice``: what the grammar lets

@@ -4,11 +4,11 @@
 one :class:`~constrained.compiler.CompiledTools`. Every buffer it needs is
 allocated on the first :meth:`~ToolCallConstraint.mask_logits` call, sized
 by the logits it is given; after that a decoding step allocates no tensor on
-CPU or GPU. The host bitmask is filled by llguidance (or from precomputed
-rows and the mask cache), and
+CPU or GPU. The host bitmask is filled from precomputed raw-text rows, from
+the tool set's mask cache or by llguidance, and
 :meth:`~ToolCallConstraint.apply` turns it into ``+inf``/``-inf`` per token
-through a byte lookup table and takes the minimum with the logits in place,
-so the apply step has fixed shapes and can be captured in a CUDA graph.
+in place (:mod:`.logits_mask`), with fixed shapes, so the apply step can be
+captured in a CUDA graph.
 
 A token the grammar does not allow (a sampler that ignored the mask, a
 bug) never wedges a sequence: its constraint is released (or, with
@@ -94,8 +94,8 @@ class ToolCallConstraint:
     calling thread; ``num_threads`` fills them on llguidance's thread pool
     of that size instead. The pool measured 2.4x slower than one thread on
     two cores (16 rows of one short call): where the grammar forces bytes,
-    its workers call back into the Python tokenizer, and they contend even
-    with llguidance's own one (``bench/batch_fill.py``).
+    its workers call back into the Python tokenizer (and it was still
+    slower with llguidance's native tokenizer; ``bench/batch_fill.py``).
 
     Masks llguidance computed are kept with ``compiled`` and reused when a
     sequence of the same tool set reaches the same state
@@ -321,16 +321,15 @@ class ToolCallConstraint:
         return self.apply(logits)
 
     def fill_masks(self) -> None:
-        """Compute every row's allowed tokens into the host bitmask (rows in
-        parallel). The buffers must exist: call :meth:`prepare` first or use
+        """Compute every row's allowed tokens into the host bitmask. The
+        buffers must exist: call :meth:`prepare` first or use
         :meth:`mask_logits`. :func:`fill_masks_together` fills several
-        constraints' rows in one parallel call."""
+        constraints in one step."""
         pending = self._fill_known()
-        if len(pending) == 1 or (pending and self._executor is None):
+        if self._executor is None or len(pending) < 2:
             for matcher, row, _ in pending:
                 self._compute(matcher, row)
-        elif pending:
-            assert self._executor is not None
+        else:
             work = [(matcher, row) for matcher, row, _ in pending]
             self._executor.unsafe_compute_mask_ptr(work, self._require_buffers().host_bits.data_ptr(), self._words * 4,
                                                    self.batch_size)

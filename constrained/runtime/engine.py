@@ -164,8 +164,8 @@ class EngineRows:
 
     def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
         """Mask, in place, the rows of requests with tools; returns
-        ``logits``. The rows llguidance computes are filled in one parallel
-        call across requests."""
+        ``logits``. Every request's mask is filled in one step
+        (:func:`~constrained.runtime.constraint.fill_masks_together`)."""
         for index, row in self._rows.items():
             row.catch_up()
             row.constraint.prepare(logits[index : index + 1])
