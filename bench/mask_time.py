@@ -274,7 +274,6 @@ def report(loads: list[Workload], plot: str) -> str:
         "| mean / XGrammar | p99 / XGrammar |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    notes = []
     for load in loads:
         if not load.times:
             continue
@@ -286,14 +285,25 @@ def report(loads: list[Workload], plot: str) -> str:
                 f"| {load.dialect} | {load.name} | {load.measured} | {load.tokens} | {engine} | {cached} | {mean:.1f} | {p50:.1f} "
                 f"| {p99:.1f} | {worst:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
             )
-        if load.refused:
-            notes.append(f"- {load.dialect} {load.name}: left out " + ", ".join(f"{n} ({why})" for why, n in load.refused.items()))
-    if notes:
-        lines += ["", "Cases left out (for every engine):", *notes]
-    lines += ["", f"Distributions: [`{Path(plot).name}`]({Path(plot).name})."]
-    plot_distributions([(f"{load.dialect}: {load.name}", load.times) for load in loads if load.times], plot,
-                       "mask us per token (whiskers p1-p99)")
-    return "\n".join(lines)
+    return "\n".join(lines + report_tail(loads, plot, "engine", "mask us per token (whiskers p1-p99)"))
+
+
+def report_tail(loads: list[Workload], plot: str, engines: str, ylabel: str) -> list[str]:
+    """The end of a report over ``loads``: the cases left out (for every one
+    of the ``engines``), and the distributions, drawn into ``plot``."""
+    notes = [f"- {load.dialect} {load.name}: left out " + ", ".join(f"{n} ({why})" for why, n in load.refused.items())
+             for load in loads if load.refused]
+    lines = ["", f"Cases left out (for every {engines}):", *notes] if notes else []
+    plot_distributions([(f"{load.dialect}: {load.name}", load.times) for load in loads if load.times], plot, ylabel)
+    return lines + ["", f"Distributions: [`{Path(plot).name}`]({Path(plot).name})."]
+
+
+def run_all(loads: list[Workload], run: Callable[[Workload], None]) -> None:
+    """``run`` each workload, its case count and seconds on stderr."""
+    for load in loads:
+        started = time.perf_counter()
+        run(load)
+        print(f"{load.dialect} {load.name}: {load.measured} cases, {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
 def main() -> int:
@@ -303,10 +313,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.getLogger("constrained").setLevel(logging.ERROR)  # refused sequences are counted, not logged
     loads = workloads(args.bfcl_stride)
-    for load in loads:
-        started = time.perf_counter()
-        run(load)
-        print(f"{load.dialect} {load.name}: {load.measured} cases, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    run_all(loads, run)
     section = report(loads, args.plot)
     write_section("mask_time", section)
     print(section)

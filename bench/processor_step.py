@@ -35,8 +35,10 @@ from constrained import load_tokenizer
 from constrained.hf import ToolCallLogitsProcessor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mask_time import FIRST, REPEATED, TOKENIZER, Workload, fresh_cache, prepared, workloads, xgrammar_grammar  # noqa: E402
-from report import BENCH, environment, plot_distributions, summary, write_section  # noqa: E402
+from mask_time import (  # noqa: E402
+    FIRST, REPEATED, TOKENIZER, Workload, fresh_cache, prepared, report_tail, run_all, workloads, xgrammar_grammar,
+)
+from report import BENCH, environment, summary, write_section  # noqa: E402
 
 XGRAMMAR = "XGrammar 0.2.9"
 DIALECTS = ("qwen3_coder", "gemma4")
@@ -105,14 +107,7 @@ def report(loads: list[Workload], plot: str) -> str:
                 f"| {load.dialect} | {load.name} | {load.measured} | {load.tokens} | {engine} | {mean:.1f} | {p50:.1f} "
                 f"| {p99:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
             )
-    notes = [f"- {load.dialect} {load.name}: left out " + ", ".join(f"{n} ({why})" for why, n in load.refused.items())
-             for load in loads if load.refused]
-    if notes:
-        lines += ["", "Cases left out (for every processor):", *notes]
-    lines += ["", f"Distributions: [`{Path(plot).name}`]({Path(plot).name})."]
-    plot_distributions([(f"{load.dialect}: {load.name}", load.times) for load in loads if load.times], plot,
-                       "processor us per step (whiskers p1-p99)")
-    return "\n".join(lines)
+    return "\n".join(lines + report_tail(loads, plot, "processor", "processor us per step (whiskers p1-p99)"))
 
 
 def main() -> int:
@@ -122,10 +117,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     loads = [load for load in workloads(args.bfcl_stride) if load.dialect in DIALECTS and load.name != "edit"]
-    for load in loads:
-        started = time.perf_counter()
-        run(load)
-        print(f"{load.dialect} {load.name}: {load.measured} cases, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    run_all(loads, run)
     section = report(loads, args.plot)
     write_section("processor_step", section)
     print(section)
