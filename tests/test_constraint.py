@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
-from constrained.runtime.constraint import RowState, ToolCallConstraint, fill_masks_together
+from constrained.runtime.constraint import MISSES_IN_A_ROW, RowState, ToolCallConstraint, fill_masks_together
 from constrained.runtime.logits_mask import apply_bit_planes
 from constrained.errors import ArgumentError, ConstraintError
 from constrained.tokenizers import Tokenizer
@@ -305,6 +305,30 @@ def test_a_forced_step_keeps_one_logit_without_allocating() -> None:
             constraint.mask_logits(logits)
         assert "aten::index_copy_" in {e.name for e in prof.events()}
         assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
+
+
+def test_a_row_stops_keeping_masks_after_a_run_of_misses_that_allow_several_tokens() -> None:
+    """hermes strings are JSON text the cache keys on: a long one would fill
+    the cache with rows no other request meets, so after MISSES_IN_A_ROW
+    such misses the row stops looking masks up and keeping them. Forced
+    steps before it cost nothing and do not count."""
+    qwen = tok("qwen3")
+    ct = compile_tools([WEATHER], "hermes", qwen, tool_choice="required")
+    object.__setattr__(ct, "_masks", None)
+    city = " ".join(f"district{i}" for i in range(60))
+    tokens = qwen.encode(render_tool_calls([{"name": "get_weather", "arguments": {"city": city}}], [WEATHER], "hermes"))
+    constraint = ToolCallConstraint(ct)
+    constraint.prepare(torch.zeros(1, qwen.vocab_size))
+    stopped_at = None
+    for step, token in enumerate(tokens):
+        constraint.fill_masks()
+        if stopped_at is None and constraint._nodes[0] is None:
+            stopped_at = step
+        constraint.consume([token])
+    cache = ct._masks
+    assert stopped_at is not None and stopped_at < len(tokens) - 10
+    assert cache.rows <= MISSES_IN_A_ROW + 2  # the string's rows and the few dense markup steps before it
+    assert cache.masks - cache.rows > 5  # the forced markup before the string was kept
 
 
 @pytest.mark.parametrize("threads", [None, 2])
