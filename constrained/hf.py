@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .runtime.constraint import OnViolation, ToolCallConstraint
+from .runtime.frame_tracker import prepare_tables
 from .errors import GenerationError
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class ToolCallLogitsProcessor:
         self._last: list[int] = []  # each row's last consumed token
         self._prompt_length = 0
         self._prompt_end: list[int] = []  # each row's last prompt token
+        prepare_tables(compiled.tokenizer, compiled.dialect)  # here, not in the first step
 
     def __call__(self, input_ids: "torch.LongTensor", scores: "torch.FloatTensor") -> "torch.FloatTensor":
         if not self.enabled:

@@ -94,3 +94,31 @@ def test_rows_reordered_between_steps_are_refused_as_beam_search() -> None:
     swapped[0, -2] = 7  # row 0 now continues a history the constraint did not see
     with pytest.raises(GenerationError, match="beam search is not supported"):
         processor(swapped, torch.zeros(2, compiled().tokenizer.vocab_size))
+
+
+@pytest.mark.parametrize("dialect, tokenizer", [("gemma4", "gemma4"), ("qwen3_coder", "qwen3")])
+def test_the_tables_a_tokenizer_needs_are_built_with_the_processor_not_in_its_steps(monkeypatch, dialect, tokenizer) -> None:
+    """A fresh process's first call steps as fast as its second: the raw-text
+    masks, the sorted vocabulary and the guards' token lists are built when
+    the processor is made, so a step that enters a string value builds none."""
+    from constrained.runtime import text_masks
+
+    monkeypatch.setattr(text_masks, "_masks", {})
+    monkeypatch.setattr(text_masks, "_vocabularies", {})
+    monkeypatch.setattr(text_masks, "_guard_sets", text_masks.OrderedDict())
+    ct = compile_tools([WEATHER], dialect, load_tokenizer(tokenizer), tool_choice="required", reasoning=False)
+    processor = ToolCallLogitsProcessor(ct)
+    assert text_masks._masks
+
+    def built_in_a_step(*args, **kwargs):
+        raise AssertionError("a table was built inside a decoding step")
+
+    monkeypatch.setattr(text_masks.TextFrameMasks, "build", built_in_a_step)
+    monkeypatch.setattr(text_masks._Vocabulary, "__init__", built_in_a_step)
+    monkeypatch.setattr(text_masks._Vocabulary, "holding", lambda self, byte: self._holding[byte])
+    text = render_tool_calls([{"name": "get_weather", "arguments": {"city": "Oslo <b>"}}], [WEATHER], dialect)
+    vocab = ct.tokenizer.vocab_size
+    tokens = ct.tokenizer.encode(text)
+    for step in range(len(tokens)):
+        processor(torch.tensor([[0, *tokens[:step]]]), torch.zeros(1, vocab))
+    assert processor.constraint is not None and processor.constraint.precomputed_rows > 0

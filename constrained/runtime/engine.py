@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from ..errors import ArgumentError, SchemaLimitError, UnsatisfiableSchemaError
@@ -162,14 +162,18 @@ class EngineRows:
         if swap and other is not None:
             self._rows[source] = other
 
-    def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
+    def apply(self, logits: "torch.Tensor", placement: Mapping[int, int] | None = None) -> "torch.Tensor":
         """Mask, in place, the rows of requests with tools; returns
-        ``logits``. Every request's mask is filled in one step
+        ``logits``. Without ``placement`` a request's key is its logits row;
+        with it (an engine whose rows are reordered every step), only the
+        requests it names are masked, each at the row it gives. Every
+        request's mask is filled in one step
         (:func:`~constrained.runtime.constraint.fill_masks_together`)."""
-        for index, row in self._rows.items():
+        rows = [(row, self._rows[key]) for key, row in placement.items()] if placement is not None else list(self._rows.items())
+        for index, row in rows:
             row.catch_up()
             row.constraint.prepare(logits[index : index + 1])
-        fill_masks_together([row.constraint for row in self._rows.values()])
-        for index, row in self._rows.items():
+        fill_masks_together([row.constraint for _, row in rows])
+        for index, row in rows:
             row.constraint.apply(logits[index : index + 1])
         return logits

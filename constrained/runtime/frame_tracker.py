@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..compiler import CompiledTools
+    from ..frames.toolset import NormalizedTool
     from ..tokenizers import Tokenizer
 
 
@@ -222,7 +223,7 @@ def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] 
     syntax = get_dialect(compiled.dialect).raw_text_syntax(Markers(tok))
     if syntax is None or not compiled.tools:
         return None
-    masks = text_frame_masks(tok, syntax.close, tok.token_id(syntax.close) if syntax.close_is_token else None)
+    masks = _text_masks(tok, syntax)
     tools = {tool.name: tool for tool in compiled.tools}
     kinds: dict[tuple[str, str], ValueKind] = {}
 
@@ -232,15 +233,35 @@ def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] 
             kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
         return kinds[tool, key]
 
-    # A closing token may be spelled out as text, which the parser could not tell from it.
-    spelled = (syntax.close,) if syntax.close_is_token and not syntax.text_may_spell_close else ()
-    lead = syntax.value_lead.encode("utf-8")
     guard_sets: dict[str, ValueGuards | None] = {}
 
     def guards(tool: str) -> ValueGuards | None:
         if tool not in guard_sets:
-            texts = (*syntax.value_guards(tools.get(tool)), *spelled)
-            guard_sets[tool] = value_guards(tok, masks, tuple(t.encode("utf-8") for t in texts), lead)
+            guard_sets[tool] = _value_guards(tok, syntax, masks, tools.get(tool))
         return guard_sets[tool]
 
     return [FrameTracker(syntax, tok, masks, value_kind, guards) for _ in range(count)]
+
+
+def prepare_tables(tok: "Tokenizer", dialect: str) -> None:
+    """Build, once per process, what the raw-text masks of ``dialect`` need
+    over ``tok`` (its masks per closing state, the vocabulary sorted by
+    bytes, the tokens holding its guards' bytes: about 0.4 s for a 150k
+    vocabulary), so that a first request does not pay for them inside its
+    decoding steps. Nothing to do for a dialect without raw-text values."""
+    syntax = get_dialect(dialect).raw_text_syntax(Markers(tok))
+    if syntax is not None:
+        _value_guards(tok, syntax, _text_masks(tok, syntax), None)
+
+
+def _text_masks(tok: "Tokenizer", syntax: RawTextSyntax) -> TextFrameMasks:
+    return text_frame_masks(tok, syntax.close, tok.token_id(syntax.close) if syntax.close_is_token else None)
+
+
+def _value_guards(tok: "Tokenizer", syntax: RawTextSyntax, masks: TextFrameMasks, tool: "NormalizedTool | None") -> ValueGuards | None:
+    """The guards of ``tool``'s raw values (of an unknown tool: those every
+    tool has). A closing token may be spelled out as text, which the parser
+    could not tell from it, so it is a guard too."""
+    spelled = (syntax.close,) if syntax.close_is_token and not syntax.text_may_spell_close else ()
+    texts = (*syntax.value_guards(tool), *spelled)
+    return value_guards(tok, masks, tuple(t.encode("utf-8") for t in texts), syntax.value_lead.encode("utf-8"))

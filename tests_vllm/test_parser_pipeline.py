@@ -1,0 +1,87 @@
+"""The tool parser as vLLM's serving layer drives it, without a server:
+composed by vLLM's ``ParserManager``, the request adjusted by vLLM's own
+``Parser.adjust_request`` (which attaches XGrammar structural tags when
+``VLLM_ENFORCE_STRICT_TOOL_CALLING`` is on), whole outputs through
+``Parser.parse`` and streams through ``Parser.parse_delta``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+from vllm.parser.parser_manager import ParserManager
+
+from constrained import load_tokenizer, render_tool_calls
+from constrained.runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
+import constrained.vllm  # noqa: F401  (registers the tool parsers)
+
+WRITE = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "mode": {"type": "integer"}},
+            "required": ["path", "content"],
+        },
+    },
+}
+ARGUMENTS = {"path": "notes/a.md", "content": '{"looks": "like JSON"}\n  indented\n\n', "mode": 420}
+
+
+@pytest.fixture(autouse=True)
+def strict_tool_calling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_ENFORCE_STRICT_TOOL_CALLING", "1")
+
+
+def parser_for(dialect: str, request: ChatCompletionRequest) -> Any:
+    composed = ParserManager.get_parser(tool_parser_name=f"constrained_{dialect}", enable_auto_tools=True)
+    assert composed is not None
+    return composed(load_tokenizer("qwen3"), request.tools)
+
+
+def chat(tool_choice: Any = "required", *, strict: bool = False) -> ChatCompletionRequest:
+    tool = json.loads(json.dumps(WRITE))
+    if strict:
+        tool["function"]["strict"] = True
+    return ChatCompletionRequest(
+        model="m", messages=[{"role": "user", "content": "write it"}], tools=[tool], tool_choice=tool_choice, stream=False
+    )
+
+
+@pytest.mark.parametrize(
+    "tool_choice, strict",
+    [("required", False), ("auto", True), ({"type": "function", "function": {"name": "write_file"}}, False)],
+)
+def test_a_constrained_request_carries_the_plugins_constraint_and_no_structural_tag(tool_choice, strict):
+    request = parser_for("qwen3_coder", chat(tool_choice, strict=strict)).adjust_request(chat(tool_choice, strict=strict))
+    outputs = request.structured_outputs
+    assert outputs is None or (outputs.structural_tag is None and outputs.json is None)
+    described = ToolsRequest.from_json(request.vllm_xargs[EXTRA_ARGS_KEY])
+    assert described.dialect == "qwen3_coder" and [t["function"]["name"] for t in described.tools] == ["write_file"]
+    assert request.skip_special_tokens is False
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47", "hermes", "gemma4"])
+def test_whole_and_streamed_outputs_give_the_exact_arguments(dialect):
+    request = chat()
+    text = "Writing it.\n" + render_tool_calls([{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], dialect)
+    _reasoning, content, calls = parser_for(dialect, request).parse(text, request, enable_auto_tools=True)
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("write_file", ARGUMENTS)]
+
+    streaming = parser_for(dialect, request)
+    pieces = [text[i : i + 5] for i in range(0, len(text), 5)]
+    arguments, names, content = "", [], ""
+    for number, piece in enumerate(pieces):
+        delta = streaming.parse_delta(piece, [], request, prompt_token_ids=[1, 2, 3], finished=number == len(pieces) - 1)
+        content += (delta.content if delta is not None else None) or ""
+        for call in (delta.tool_calls if delta is not None else None) or ():
+            if call.function is not None and call.function.name:
+                names.append(call.function.name)
+            if call.function is not None and call.function.arguments:
+                arguments += call.function.arguments
+    assert names == ["write_file"]
+    assert json.loads(arguments) == ARGUMENTS
+    assert content == "Writing it.\n"
