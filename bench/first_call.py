@@ -42,6 +42,8 @@ def one_process(dialect: str, tokenizer: str) -> dict:
     """Run in the child: the three runs' step times and the processor's making."""
     import torch
 
+    from processor_step import time_processor
+
     from constrained import compile_tools, load_tokenizer, render_tool_calls
     from constrained.hf import ToolCallLogitsProcessor
 
@@ -51,21 +53,12 @@ def one_process(dialect: str, tokenizer: str) -> dict:
     content = "".join(f"def f{i}(x):\n    return x < {i} and '{i}'\n" for i in range(200))[:4000]
     call = {"name": "write_file", "arguments": {"path": "a.py", "content": content}}
     tokens = tok.encode(render_tool_calls([call], [WRITE_FILE], dialect))
-    ids = torch.tensor([[0, *tokens]])
-    base = torch.randn(1, tok.vocab_size, generator=torch.Generator().manual_seed(0))
-    scores = base.clone()
     runs, making = [], []
     for _ in range(3):
         start = time.perf_counter_ns()
         processor = ToolCallLogitsProcessor(compiled)
         making.append((time.perf_counter_ns() - start) / 1e6)
-        times = []
-        for step in range(len(tokens)):
-            scores.copy_(base)
-            start = time.perf_counter_ns()
-            processor(ids[:, : step + 1], scores)
-            times.append((time.perf_counter_ns() - start) / 1000.0)
-        runs.append(times)
+        runs.append(time_processor(lambda made=processor: made, tokens, tok.vocab_size))
     return {"tokens": len(tokens), "runs": runs, "making_ms": making}
 
 

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,19 +66,38 @@ def workload(batch: int, tok) -> tuple[list[SamplingParams], list[list[int]]]:
 
 
 def config(tok) -> SimpleNamespace:
+    """What the processor reads of vLLM's config."""
     model = SimpleNamespace(tokenizer="qwen3", get_vocab_size=lambda: tok.vocab_size)
     return SimpleNamespace(model_config=model, speculative_config=None)
 
 
-def run_v2(tok, batch: int) -> list[float]:
+def v2_processor(tok, slots: int, prompt_len: int, max_len: int) -> tuple[Any, SimpleNamespace]:
+    """The processor as vLLM's V2 loader builds it, over the runner's
+    request-state fields (vLLM's own class needs pinned memory, so a GPU)."""
     states = SimpleNamespace(
-        device=torch.device("cpu"), max_num_reqs=batch, vocab_size=tok.vocab_size,
-        all_token_ids=SimpleNamespace(gpu=torch.zeros(batch, 1024, dtype=torch.int32)),
-        prompt_len=SimpleNamespace(np=np.full(batch, PROMPT, dtype=np.int32)),
-        prefill_len=SimpleNamespace(np=np.full(batch, PROMPT, dtype=np.int32)),
-        total_len=SimpleNamespace(gpu=torch.zeros(batch, dtype=torch.int32)),
+        device=torch.device("cpu"), max_num_reqs=slots, vocab_size=tok.vocab_size,
+        all_token_ids=SimpleNamespace(gpu=torch.zeros(slots, max_len, dtype=torch.int32)),
+        prompt_len=SimpleNamespace(np=np.full(slots, prompt_len, dtype=np.int32)),
+        prefill_len=SimpleNamespace(np=np.full(slots, prompt_len, dtype=np.int32)),
+        total_len=SimpleNamespace(gpu=torch.zeros(slots, dtype=torch.int32)),
     )
     [processor] = build_custom_logits_processors(config(tok), states, False, [NAME])
+    return processor, states
+
+
+def step_context(order: list[int], fed: list[int], seen: list[int]) -> LogitsContext:
+    """One step's layout: row i is slot ``order[i]``, fed ``fed[i]``, with
+    ``seen[i]`` tokens visible to its sample."""
+    mapping = np.array(order, dtype=np.int32)
+    return LogitsContext(
+        expanded_idx_mapping=torch.from_numpy(mapping), idx_mapping=torch.from_numpy(mapping), idx_mapping_np=mapping,
+        expanded_local_pos=torch.zeros(len(order), dtype=torch.int32), input_ids=torch.tensor(fed, dtype=torch.int32),
+        pos=torch.tensor(seen) - 1, seq_lens_upper_bound_np=np.array(seen, dtype=np.int32),
+    )
+
+
+def run_v2(tok, batch: int) -> list[float]:
+    processor, _ = v2_processor(tok, batch, PROMPT, 1024)
     params, targets = workload(batch, tok)
     for slot, sampling in enumerate(params):
         processor.add_request(slot, sampling)
@@ -88,13 +108,7 @@ def run_v2(tok, batch: int) -> list[float]:
     for step in range(steps):
         order = list(range(batch))
         shuffle.shuffle(order)
-        mapping = np.array(order, dtype=np.int32)
-        fed = [targets[slot][step - 1] if step else 1 for slot in order]
-        ctx = LogitsContext(
-            expanded_idx_mapping=torch.from_numpy(mapping), idx_mapping=torch.from_numpy(mapping), idx_mapping_np=mapping,
-            expanded_local_pos=torch.zeros(batch, dtype=torch.int32), input_ids=torch.tensor(fed, dtype=torch.int32),
-            pos=torch.full((batch,), PROMPT - 1 + step), seq_lens_upper_bound_np=np.full(batch, PROMPT + step, dtype=np.int32),
-        )
+        ctx = step_context(order, [targets[slot][step - 1] if step else 1 for slot in order], [PROMPT + step] * batch)
         start = time.perf_counter_ns()
         processor.apply(logits, ctx)
         times.append((time.perf_counter_ns() - start) / 1000.0)

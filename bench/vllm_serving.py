@@ -15,7 +15,8 @@ most 128 tokens, at concurrency 1 and 8. A call is valid when the streamed
 deltas put together make at least one call of an allowed tool whose
 arguments validate against its schema (``jsonschema``). Reported: valid
 calls, requests/s and output tokens/s over the whole batch (wall clock),
-mean and median time to the first streamed delta.
+mean and median time to the first streamed delta, and the time to the first
+delta of each server's first request.
 
     python bench/vllm_serving.py [--model DIR] [--out bench/RESULTS.md]
 
@@ -129,10 +130,11 @@ def main() -> None:
     model = args.model or work / "model"
     if args.model is None:
         subprocess.run([sys.executable, "-m", "constrained", "export-model", str(model)], check=True)
-    rows = []
+    rows, firsts = [], []
     for name, (flags, route) in SETUPS.items():
         with VllmServer(model, flags, work / f"{name.replace(' ', '_').replace(',', '')}.log", route=route) as server:
-            run_case(server, CASES[0])  # warm-up: compile caches, first-request setup
+            first = run_case(server, CASES[0])  # the server's first request; warms the caches for the rest
+            firsts.append((name, first["ttft"]))
             for concurrency in (1, 8):
                 result = measure(server, concurrency)
                 rows.append((name, concurrency, result))
@@ -150,6 +152,9 @@ def main() -> None:
     for name, concurrency, r in rows:
         lines.append(f"| {name} | {concurrency} | {r['valid']}/{len(CASES)} | {r['requests_per_s']:.2f} | "
                      f"{r['tokens_per_s']:.1f} | {r['ttft_mean']:.2f} s | {r['ttft_p50']:.2f} s |")
+    lines += ["", "The server's first request (the first case, alone, right after the server is ready): time to its first delta.", "",
+              "| setup | time to first delta |", "|---|---:|"]
+    lines += [f"| {name} | {ttft:.2f} s |" for name, ttft in firsts]
     write_section("vllm_serving", "\n".join(lines), args.out)
 
 

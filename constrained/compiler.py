@@ -24,7 +24,14 @@ from .grammar.lark import RuleSet
 from .grammar.emitter import ValueEmitter
 from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, ToolChoice
 from .schema.limits import too_deep
-from .frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool, normalize_tool_set
+from .frames.toolset import (
+    LeftOutTool,
+    NormalizedTool,
+    ToolSet,
+    clear_normalize_cache,
+    normalize_tool,
+    normalize_tool_set,
+)
 from .tools import Tool
 from .tokenizers import Tokenizer, load_tokenizer
 from .dialects.writable import writable_tool_set
@@ -265,10 +272,12 @@ def compile_tools(
 
 
 def clear_compile_cache() -> None:
-    """Forget every compiled set (e.g. to time a cold compile)."""
+    """Forget every compiled set and every normalized one (e.g. to time a
+    cold compile, which normalizes the tools first)."""
     with _cache_lock:
         _cache.clear()
         _by_objects.clear()
+    clear_normalize_cache()
 
 
 def _object_key(tools: Any, settings: tuple[Any, ...]) -> tuple[Any, ...] | None:

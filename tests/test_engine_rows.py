@@ -174,3 +174,39 @@ def test_a_step_allocates_nothing_once_the_requests_have_joined():
             rows.apply(logits)
     assert {e.name for e in prof.events()} & {"aten::index_select", "aten::minimum", "aten::index_fill_"}
     assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
+
+
+def test_a_compile_still_running_is_waited_for_by_the_first_step_that_masks_its_row():
+    """A request joins with its tools still compiling on the compile thread;
+    the batch goes on, and the first step that masks its row waits for the
+    compile and masks the row exactly."""
+    import threading
+    from concurrent.futures import Future
+
+    compiled = request(CALC, tool_choice="required").compile(tok())
+    pending: Future = Future()
+    rows = EngineRows()
+    rows.add(0, pending, [])
+    threading.Timer(0.05, pending.set_result, (compiled,)).start()
+    logits = torch.zeros(1, tok().vocab_size)
+    rows.apply(logits)
+    assert (allowed(logits, 0) == reference_allowed(compiled, [], tok().vocab_size)).all()
+
+
+def test_a_request_whose_tools_do_not_compile_is_served_unconstrained(caplog):
+    never = {"type": "function", "function": {"name": "never", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer", "enum": ["1"]}}, "required": ["x"]}}}
+    future = request(never, tool_choice="required").compile_in_background(tok())
+    assert future.result() is None
+    assert "cannot be compiled" in caplog.text
+    rows = EngineRows()
+    rows.add(1, future, [])
+    logits = torch.randn(2, tok().vocab_size)
+    before = logits.clone()
+    rows.apply(logits)
+    assert torch.equal(logits, before) and 1 not in rows
+
+
+def test_the_compile_thread_gives_the_cached_compile():
+    first = request(WEATHER, CALC).compile(tok())
+    assert request(WEATHER, CALC).compile_in_background(tok()).result() is first

@@ -80,6 +80,11 @@ class Dialect(ABC):
     """Regex of an argument key written in the call's own markup (XML-style
     dialects), for keys that are not declared and for the declared ones'
     check; ``None``: arguments are a value, keys as :attr:`value_syntax` has them."""
+    bare_call_ends: ClassVar[tuple[str, ...]] = ()
+    """Where :meth:`scan` also reads calls without :attr:`call_open` (drift):
+    the texts that may end such a call running to the end of the text
+    (besides :attr:`call_open`); until one comes, the scan reads it the
+    same, running on."""
     reads_cut_off_call: ClassVar[bool] = False
     """Whether a last call cut off before :attr:`call_close` at the very end
     of the text is read when its body is complete (hermes: a whole JSON
@@ -173,9 +178,15 @@ class Dialect(ABC):
         """The tool name and argument pairs of one call, from the text between
         :attr:`call_open` and :attr:`call_close` (raises :class:`Malformed`)."""
 
-    def partial_body(self, body: str) -> Partial:
+    def partial_body(self, body: str, resume: Partial | None = None) -> Partial:
         """What an unfinished call's body shows so far, for streaming. By
-        default nothing: the call is reported once it is complete."""
+        default nothing: the call is reported once it is complete.
+
+        With ``resume``, a reading of a shorter text of this body that has
+        a name, ``body`` is the text from its :attr:`~Partial.resume_at` on:
+        the reading goes on from there with its name and pairs, and gives
+        what reading the whole body would (offsets count from the start of
+        ``body``). Streaming so reads each complete pair once."""
         return Partial()
 
     def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Dialect":
@@ -197,8 +208,9 @@ class Dialect(ABC):
         tokens = self.reasoning_tokens
         return (tokens[0], tokens[1]) if len(tokens) == 2 else None
 
-    def scan(self, text: str) -> Iterator[Segment | CallSegment]:
-        """Model text as reasoning, plain text and call segments."""
+    def scan(self, text: str, start: int = 0, fenced: bool = False) -> Iterator[Segment | CallSegment]:
+        """Model text as reasoning, plain text and call segments (from
+        ``start``, in the fence state ``fenced``: see :func:`.segments.scan`)."""
         return scan(
             text,
             call_open=self.call_open,
@@ -206,6 +218,8 @@ class Dialect(ABC):
             parse_body=self.parse_body,
             reasoning=self.reasoning_block(),
             cut_off_call=self.reads_cut_off_call,
+            start=start,
+            fenced=fenced,
         )
 
     @abstractmethod

@@ -24,7 +24,7 @@ from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames
 from .base import Dialect, Markers, openai_function
 from .raw_values import RawTextSyntax, top_level_value_kind
-from .segments import Malformed, Parsed, Partial, Value, held_back
+from .segments import Malformed, MarkedText, Nested, Parsed, Partial, Value, held_back
 
 
 @dataclass(frozen=True)
@@ -176,31 +176,49 @@ class Gemma4(Dialect):
             raise reader.fail("the end of the call")
         return reader.name, [(key, Parsed(value)) for key, value in pairs]
 
-    def partial_body(self, body: str) -> Partial:
+    def partial_body(self, body: str, resume: Partial | None = None) -> Partial:
         """The complete top-level members so far, and the text of a string
-        member still being written."""
-        reader, place = self._reader(body)
-        if reader is None:
-            return Partial()
-        name, delimiter = reader.name, self.string_delimiter
-        reader.position += 1
-        pairs: list[tuple[str, Value]] = []
+        member still being written. A member is complete once its string,
+        object or array has closed, a bare scalar (which may go on) once its
+        ``,`` has come."""
+        delimiter = self.string_delimiter
+        if resume is None:
+            reader, place = self._reader(body)
+            if reader is None:
+                if not body.startswith(CALL) and not CALL.startswith(body):
+                    raise Malformed("expected 'call:NAME{' after the call token")
+                return Partial()
+            reader.position += 1
+            pairs: list[tuple[str, Value]] = []
+        else:
+            assert resume.name is not None
+            reader, place = _ValueReader(body, delimiter, resume.name), self._place(resume.name)
+            pairs = list(resume.pairs)
+        name = reader.name
         while True:
+            member = reader.position
+            if pairs:
+                if not body.startswith(",", member):
+                    return Partial(name, pairs, resume_at=member)
+                reader.position += 1
             try:
                 key = reader.key(place)
             except Malformed:
-                return Partial(name, pairs)
-            start = reader.position
-            if body.startswith(delimiter, start) and delimiter not in body[start + len(delimiter) :]:
-                return Partial(name, pairs, key, held_back(body[start + len(delimiter) :], delimiter))
+                return Partial(name, pairs, resume_at=member)
+            value_at, start = reader.position, reader.position + len(delimiter)
+            if body.startswith(delimiter, value_at) and body.find(delimiter, start) < 0:
+                held = held_back(body[start:], delimiter)
+                text = MarkedText(re.compile(re.escape(delimiter)), (delimiter,), body[start + len(held) :])
+                return Partial(name, pairs, key, held, resume_at=member, open_value=text)
             try:
                 value = reader.value(place.member(key))
             except Malformed:
-                return Partial(name, pairs)
-            if not body.startswith(",", reader.position):
-                return Partial(name, pairs)
+                nested = body.startswith(("{", "["), value_at)
+                follow = Nested(body[value_at:], delimiter, escapes=False) if nested else None
+                return Partial(name, pairs, resume_at=member, open_value=follow)
+            if not isinstance(value, (str, dict, list)) and not body.startswith(",", reader.position):
+                return Partial(name, pairs, resume_at=member)
             pairs.append((key, Parsed(value)))
-            reader.position += 1
 
     def _reader(self, body: str) -> tuple[_ValueReader | None, _Place]:
         """A reader at the ``{`` of ``call:NAME{``, and the place of the
@@ -212,8 +230,12 @@ class Gemma4(Dialect):
         name = body[len(CALL) : brace]
         reader = _ValueReader(body, self.string_delimiter, name)
         reader.position = brace
+        return reader, self._place(name)
+
+    def _place(self, name: str) -> _Place:
+        """The place of a call's arguments in the named tool's frames."""
         tool = self.tools.get(name)
-        return reader, _NOWHERE if tool is None else _Place((tool.root,), tool.schema.definitions)
+        return _NOWHERE if tool is None else _Place((tool.root,), tool.schema.definitions)
 
 
 class FunctionGemma(Gemma4):

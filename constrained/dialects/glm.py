@@ -25,11 +25,10 @@ from .raw_values import (
     RawValueDialect,
     RawValues,
     ends_pattern,
-    held_back_all,
     raw_text,
     skip_space,
 )
-from .segments import Malformed, Partial, Raw, Value
+from .segments import Malformed, MarkedText, Partial, Raw, Value, held_back_all
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and
 # writability checks below are made from these.
@@ -40,6 +39,8 @@ _KEY_TEXT = rf"[^{re.escape(TAG_START)}\n]+"
 """Tool names and argument keys in the call markup."""
 _NAME = re.compile(_KEY_TEXT)
 _NAME_END = re.compile(re.escape(TAG_START))
+_BROKEN_NAME = re.compile(r"\S\s*\n\s*\S")
+"""A line break inside a name, which no whitespace around it can make one."""
 
 
 class Glm45(RawValueDialect):
@@ -126,43 +127,53 @@ class Glm45(RawValueDialect):
         )
         return f"{self.call_open}{tool.name}{nl}{pairs}{self.call_close}"
 
-    def walk(self, body: str, *, final: bool) -> Partial:
+    def walk(self, body: str, *, final: bool, resume: Partial | None = None) -> Partial:
         """The name, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
         pairs in either layout (any whitespace between the tags, none
         inside a name or key); a value runs to the first ``</arg_value>``
         or, in a raw value, to a guard (one newline before it belongs to the
         layout)."""
-        name_end = _NAME_END.search(body)
-        if name_end is None and not final:
-            return Partial()
-        name = body[: len(body) if name_end is None else name_end.start()].strip("\n")
-        if name not in self.tools:  # whitespace around a name no tool has belongs to the layout
-            name = name.strip()
-        if not _NAME.fullmatch(name):
-            raise Malformed("expected the tool name right after <tool_call>")
-        pairs: list[tuple[str, Value]] = []
-        position = len(body) if name_end is None else name_end.start()
+        pairs: list[tuple[str, Value]]
+        if resume is not None:
+            assert resume.name is not None
+            name, pairs, position = resume.name, list(resume.pairs), 0
+        else:
+            name_end = _NAME_END.search(body)
+            if name_end is None and not final:
+                if _BROKEN_NAME.search(body):
+                    raise Malformed("expected the tool name right after <tool_call>")
+                return Partial()
+            name = body[: len(body) if name_end is None else name_end.start()].strip("\n")
+            if name not in self.tools:  # whitespace around a name no tool has belongs to the layout
+                name = name.strip()
+            if not _NAME.fullmatch(name):
+                raise Malformed("expected the tool name right after <tool_call>")
+            pairs = []
+            position = len(body) if name_end is None else name_end.start()
         while (position := skip_space(body, position)) < len(body):
-            rest = body[position:]
             key_end = body.find(CLOSE_KEY, position)
-            if not rest.startswith(OPEN_KEY) or key_end < 0:
+            if not body.startswith(OPEN_KEY, position) or key_end < 0:
+                rest = body[position:]
                 if final or not (OPEN_KEY.startswith(rest) or rest.startswith(OPEN_KEY)):
                     raise Malformed(f"expected '<arg_key>KEY</arg_key>' then '<arg_value>' at offset {position}", name)
-                return Partial(name, pairs)
+                return Partial(name, pairs, resume_at=position)
             key = body[position + len(OPEN_KEY) : key_end]
             start = skip_space(body, key_end + len(CLOSE_KEY))
             if not body.startswith(OPEN_VALUE, start):
                 if final or not OPEN_VALUE.startswith(body[start:]):
                     raise Malformed(f"expected '<arg_value>' after the key {key!r}", name)
-                return Partial(name, pairs)
+                return Partial(name, pairs, resume_at=position)
             start += len(OPEN_VALUE)
             guards = self.guards_for(name, key)
-            match = self.cached(("ends", name, key), lambda: ends_pattern((CLOSE,), guards)).search(body, start)
+            ends = self.cached(("ends", name, key), lambda: ends_pattern((CLOSE,), guards))
+            match = ends.search(body, start)
             if match is None:
                 if final:
                     raise Malformed(f"the value of {key!r} is not closed with '</arg_value>'", name)
-                markers = (CLOSE, *guards, *("\n" + g for g in guards))
-                return Partial(name, pairs, key, held_back_all(body[start:], markers))
+                markers = self.cached(("holds", name, key), lambda: (CLOSE, *guards, *("\n" + g for g in guards)))
+                held = held_back_all(body[start:], markers)
+                tail = MarkedText(ends, markers, body[start + len(held) :])
+                return Partial(name, pairs, key, held, resume_at=position, open_value=tail)
             if match.lastgroup == "close":
                 pairs.append((key, Raw(body[start : match.start()])))
                 position = match.end()
@@ -171,7 +182,7 @@ class Glm45(RawValueDialect):
             else:
                 pairs.append((key, Raw(body[start : match.start()].removesuffix("\n"))))
                 position = match.start()
-        return Partial(name, pairs)
+        return Partial(name, pairs, resume_at=position)
 
 
 class Glm47(Glm45):

@@ -19,7 +19,7 @@ from ..grammar.emitter import ValueEmitter
 from ..grammar.syntax import JSON_SYNTAX
 from ..frames.toolset import NormalizedTool
 from .base import Dialect, Markers
-from .segments import Decoded, Malformed, Parsed, Partial, Value
+from .segments import Decoded, Malformed, Nested, OpenValue, Parsed, Partial, Value
 
 
 class Hermes(Dialect):
@@ -60,56 +60,129 @@ class Hermes(Dialect):
             raise Malformed("the arguments are not a JSON object", name)
         return name, [(key, Parsed(value)) for key, value in arguments.items()]
 
-    def partial_body(self, body: str) -> Partial:
+    def partial_body(self, body: str, resume: Partial | None = None) -> Partial:
         """The complete members of the arguments so far, as the grammar
-        writes them, and the decoded text of a string member still open."""
-        head = _HEAD.match(body)
-        if head is None:
-            return Partial()
-        name = json.loads(head.group(1))
+        writes them, and the decoded text of a string member still open. A
+        member is complete once something its value cannot go on with
+        follows it (a number can: ``1.5`` then ``e3``); a name or key that is
+        no JSON string is malformed."""
+        pairs: list[tuple[str, Value]]
+        if resume is None:
+            head = _HEAD.match(body)
+            if head is None:
+                if not _HEAD_SO_FAR.fullmatch(body):  # (a call read only whole, or no call)
+                    raise Malformed('expected {"name": ..., "arguments": {...}} as the grammar writes it')
+                return Partial()
+            name, position, pairs = _string(head.group(1)), head.end(), []
+        else:
+            assert resume.name is not None
+            name, position, pairs = resume.name, 0, list(resume.pairs)
         decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-        position = head.end()
-        pairs: list[tuple[str, Value]] = []
         while True:
+            member = position
             if pairs:
                 if not body.startswith(", ", position):
-                    return Partial(name, pairs)
+                    return Partial(name, pairs, resume_at=member)
                 position += 2
             key = _KEY.match(body, position)
             if key is None:
-                return Partial(name, pairs)
+                return Partial(name, pairs, resume_at=member)
             start = key.end()
             try:
                 value, end = decoder.raw_decode(body, start)
             except ValueError:
                 if body.startswith('"', start):
-                    return Partial(name, pairs, json.loads(key.group(1)), _open_string(body[start + 1 :]))
-                return Partial(name, pairs)
-            if end >= len(body):  # a number may still grow
-                return Partial(name, pairs)
-            pairs.append((json.loads(key.group(1)), Parsed(value)))
+                    string = _OpenString(body[start + 1 :])
+                    open_key = _string(key.group(1), name)
+                    return Partial(name, pairs, open_key, string.text, resume_at=member, open_value=string)
+                nested = Nested(body[start:], '"', escapes=True) if body.startswith(("{", "["), start) else None
+                return Partial(name, pairs, resume_at=member, open_value=nested)
+            if end >= len(body) or _is_number(value) and body[end] in _NUMBER_GOES_ON:  # a number may still grow
+                return Partial(name, pairs, resume_at=member)
+            pairs.append((_string(key.group(1), name), Parsed(value)))
             position = end
 
 
 _STRING = r'"(?:[^"\\]|\\.)*"'
 _HEAD = re.compile(r'[ \t\n\r]*\{"name": (' + _STRING + r'), "arguments": \{')
 _KEY = re.compile(r"(" + _STRING + r"): ")
-# An escape cut short, or the first half of a surrogate pair.
-_UNFINISHED_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{0,3}|u[dD][89abAB][0-9a-fA-F]{2})?$")
 
 
-def _open_string(raw: str) -> str | None:
-    """The text of a JSON string whose closing quote has not come yet,
-    without an escape sequence that is not complete."""
-    trailing = len(raw) - len(raw.rstrip("\\"))
-    if trailing % 2:
-        raw = raw[:-1]
-    elif (cut := _UNFINISHED_ESCAPE.search(raw)) is not None and cut.group(1):
-        raw = raw[: cut.start()]
+def _so_far(literal: str) -> str:
+    """A regex of any start of ``literal``, empty or whole."""
+    pattern = ""
+    for char in reversed(literal):
+        pattern = f"(?:{re.escape(char)}{pattern})?"
+    return pattern
+
+
+_HEAD_SO_FAR = re.compile(
+    r'[ \t\n\r]*(?:' + _so_far('{"name": ') + "|" + re.escape('{"name": ')
+    + r'(?:"(?:[^"\\]|\\.)*\\?|' + _STRING + _so_far(', "arguments": {') + "))"
+)
+"""What :data:`_HEAD` may still match once the text goes on."""
+_NUMBER_GOES_ON = "0123456789.eE+-"
+"""What may follow the part of a number ``raw_decode`` read, in a longer number."""
+_UNITS = re.compile(r'(?:[^"\\]+|\\[^u]|\\u[0-9a-fA-F]{4})*', re.S)
+"""Characters and escapes of a JSON string, from the boundary of one."""
+_CUT_SHORT = re.compile(r"\\(u[0-9a-fA-F]{0,3})?")
+_HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+
+def _string(text: str, name: str | None = None) -> str:
+    """The text of the JSON string ``text`` (a name or key the regexes
+    matched; raises :class:`Malformed` when it has a bad escape or a control
+    character)."""
     try:
-        return json.loads(f'"{raw}"')
+        return json.loads(text)  # type: ignore[no-any-return]
     except ValueError:
-        return None
+        raise Malformed(f"{text} is not a JSON string", name) from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _OpenString(OpenValue):
+    """A JSON string whose closing quote has not come yet, read as its text
+    comes: ``text`` is what is certain of it, decoded (``None`` when the
+    string holds what no JSON string may, which stays so). Held back: an
+    escape cut short at the end, and a high surrogate's escape, which the
+    escape after it may pair with (``\\ud83d\\ude00`` is one character)."""
+
+    def __init__(self, raw: str) -> None:
+        self.tail = ""
+        self.broken = False
+        # The reading found no closing quote it could read: a quote here
+        # comes after something broken, as does anything that breaks it.
+        self.text = self.more(raw)
+        self.broken = self.text is None
+
+    def more(self, text: str) -> str | None:
+        if self.broken:
+            return ""
+        raw = self.tail + text
+        end = _UNITS.match(raw).end()  # type: ignore[union-attr]
+        # The string closes, or holds a \\u escape without its four hex digits.
+        if raw.startswith('"', end) or end < len(raw) and not _CUT_SHORT.fullmatch(raw, end):
+            return None
+        if end >= 6 and _HIGH_SURROGATE.fullmatch(raw, end - 6, end) and _escape_starts(raw, end - 6):
+            end -= 6
+        try:
+            decoded = json.loads(f'"{raw[:end]}"')
+        except ValueError:  # a control character or an unknown escape
+            return None
+        self.tail = raw[end:]
+        return decoded
+
+
+def _escape_starts(raw: str, position: int) -> bool:
+    """Whether the backslash at ``position`` of ``raw`` (a string's text from
+    the boundary of a character or escape) starts an escape, not ends one."""
+    run = position
+    while run > 0 and raw[run - 1] == "\\":
+        run -= 1
+    return (position - run) % 2 == 0
 
 
 def _object(text: str, what: str, name: str | None = None) -> dict[str, Any]:

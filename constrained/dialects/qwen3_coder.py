@@ -18,6 +18,7 @@ also reads as a call).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Iterator
 
 from ..grammar.lark import literal, literals, regex
@@ -32,11 +33,10 @@ from .raw_values import (
     RawValues,
     declared_keys,
     ends_pattern,
-    held_back_all,
     raw_text,
     skip_space,
 )
-from .segments import FENCED, CallSegment, Malformed, Partial, Raw, Segment, Value, fences_in
+from .segments import FENCED, CallSegment, Malformed, MarkedText, Partial, Raw, Segment, Value, fences_in, held_back_all
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and
 # writability checks below are made from these.
@@ -85,6 +85,7 @@ class Qwen3Coder(RawValueDialect):
         rf"|{re.escape(END_FUNCTION)})(?=\n)"
     )
     text_calls = ("text_bare_call", "any_call")
+    bare_call_ends = (END_FUNCTION,)
 
     def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
         """A line that is ``<parameter=KEY>`` of a declared KEY or
@@ -157,12 +158,16 @@ class Qwen3Coder(RawValueDialect):
 
     # -- reading -------------------------------------------------------------------
 
-    def walk(self, body: str, *, final: bool) -> Partial:
+    def walk(self, body: str, *, final: bool, resume: Partial | None = None) -> Partial:
         """The name and raw values of one call, from the text between the call
         tokens. A value runs to the first ``\\n</parameter>\\n``, exactly as
         the grammar ends it, or to a guard; whitespace between the tags is
         read as the model left it."""
-        partial, end = self._call(body, 0, final=final)
+        if resume is None:
+            partial, end = self._call(body, 0, final=final)
+        else:
+            assert resume.name is not None
+            partial, end = self._parameters(body, 0, resume.name, list(resume.pairs), final=final)
         if final and body[end:].strip():
             raise Malformed("expected nothing but whitespace after '</function>'", partial.name)
         return partial
@@ -178,22 +183,28 @@ class Qwen3Coder(RawValueDialect):
         name, position = _tag(text, position + len(OPEN_FUNCTION), final, "<function=NAME>")
         if name is None:
             return Partial(), position
-        pairs: list[tuple[str, Value]] = []
+        return self._parameters(text, position, name, [], final=final)
+
+    def _parameters(
+        self, text: str, position: int, name: str, pairs: list[tuple[str, Value]], *, final: bool
+    ) -> tuple[Partial, int]:
+        """The parameters after ``pairs`` from ``position``, and
+        ``</function>``: what the call holds, and where it ends."""
         while True:
             position = skip_space(text, position)
             if text.startswith(END_FUNCTION, position):
-                return Partial(name, pairs), position + len(END_FUNCTION)
-            rest = text[position:]
-            if not rest.startswith(OPEN_PARAMETER):
+                return Partial(name, pairs, resume_at=position), position + len(END_FUNCTION)
+            if not text.startswith(OPEN_PARAMETER, position):
+                rest = text[position:]
                 if final or not (OPEN_PARAMETER.startswith(rest) or END_FUNCTION.startswith(rest)):
                     raise Malformed(f"expected '<parameter=KEY>' or '</function>' at offset {position} of the call", name)
-                return Partial(name, pairs), position
+                return Partial(name, pairs, resume_at=position), position
             key, start = _tag(text, position + len(OPEN_PARAMETER), final, "<parameter=KEY>", name)
             if key is None or start == len(text) and not final:
-                return Partial(name, pairs), position
+                return Partial(name, pairs, resume_at=position), position
             value = self._value(text, start, name, key, final=final)
             if isinstance(value, Partial):
-                return Partial(name, pairs, value.open_key, value.open_text), position
+                return replace(value, name=name, pairs=pairs, resume_at=position), position
             pairs.append((key, Raw(value[0])))
             position = value[1]
 
@@ -217,7 +228,8 @@ class Qwen3Coder(RawValueDialect):
             if final:
                 raise Malformed(f"parameter {key!r} is not closed with '</parameter>'", name)
             held = held_back_all(text[start:], markers)
-            return Partial(name, [], key, held[template:])
+            tail = MarkedText(ends, markers, text[start + len(held) :], lead=max(0, template - len(held)))
+            return Partial(name, [], key, held[template:], open_value=tail)
         end = match.start()
         if match.lastgroup == "close":
             return text[begin : max(begin, end)], min(match.end(), len(text))
@@ -249,34 +261,36 @@ class Qwen3Coder(RawValueDialect):
 
     # -- calls without <tool_call> ---------------------------------------------------
 
-    def scan(self, text: str) -> Iterator[Segment | CallSegment]:
+    def scan(self, text: str, start: int = 0, fenced: bool = False) -> Iterator[Segment | CallSegment]:
         """As :meth:`RawValueDialect.scan`, and a bare ``<function=NAME>``
         block in the text (its ``<tool_call>`` missing) is a call too: up to
-        its ``</function>`` and a ``</tool_call>`` after it, if any."""
-        segments = list(super().scan(text))
+        its ``</function>`` and a ``</tool_call>`` after it, if any. Code
+        fences count in the text outside both kinds of call, as the plain
+        scan counts them."""
+        segments = list(super().scan(text, start, fenced))
         spans = [span for segment in segments if segment.kind == "text" for span in self._bare(text, segment)]
         if not spans:
             yield from segments
             return
         # Blank the bare calls, so fences and markers inside them count for nothing.
-        blanked = list(text)
+        characters = list(text)
         for span in spans:
-            blanked[span.start : span.end] = "x" * (span.end - span.start)
-        fenced = False
-        for segment in super().scan("".join(blanked)):
+            characters[span.start : span.end] = "x" * (span.end - span.start)
+        blanked = "".join(characters)
+        for segment in super().scan(blanked, start, fenced):
             if segment.kind != "text":
                 yield segment
                 continue
             position = segment.start
             for span in (s for s in spans if segment.start <= s.start < segment.end):
                 if span.start > position:
-                    yield Segment("text", text[position : span.start], position, span.start)
-                fenced ^= fences_in(segment.text, position - segment.start, span.start - segment.start) % 2 == 1
-                yield span if not fenced else CallSegment(span.text, span.start, span.end, None, error=FENCED)
+                    yield Segment("text", text[position : span.start], position, span.start, fenced)
+                fenced ^= fences_in(blanked, position, span.start) % 2 == 1
+                yield CallSegment(span.text, span.start, span.end, None, error=FENCED, fenced=True) if fenced else span
                 position = span.end
             if position < segment.end:
-                yield Segment("text", text[position : segment.end], position, segment.end)
-            fenced ^= fences_in(segment.text, position - segment.start) % 2 == 1
+                yield Segment("text", text[position : segment.end], position, segment.end, fenced)
+            fenced ^= fences_in(blanked, position, segment.end) % 2 == 1
 
     def _bare(self, text: str, segment: Segment) -> Iterator[CallSegment]:
         """The bare calls in a text segment (before fences are judged)."""

@@ -30,7 +30,7 @@ from ..frames.toolset import NormalizedTool
 from ..frames.types import json_types
 from ..frames.accepts import member_frames
 from .base import Dialect, Markers
-from .segments import Partial, Value, held_back
+from .segments import Partial, Value
 
 
 @dataclass(frozen=True)
@@ -264,17 +264,19 @@ class RawValueDialect(Dialect):
         )
 
     @abstractmethod
-    def walk(self, body: str, *, final: bool) -> Partial:
+    def walk(self, body: str, *, final: bool, resume: Partial | None = None) -> Partial:
         """What ``body`` holds; when ``final``, malformed markup raises
-        :class:`Malformed` instead of ending the walk."""
+        :class:`Malformed` instead of ending the walk. With ``resume`` (see
+        :meth:`Dialect.partial_body`), ``body`` is the text from its
+        ``resume_at`` on."""
 
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         partial = self.walk(body, final=True)
         assert partial.name is not None
         return partial.name, partial.pairs
 
-    def partial_body(self, body: str) -> Partial:
-        return self.walk(body, final=False)
+    def partial_body(self, body: str, resume: Partial | None = None) -> Partial:
+        return self.walk(body, final=False, resume=resume)
 
 
 def top_level_value_kind(dialect: Dialect, tool: NormalizedTool, key: str, close: str) -> ValueKind:
@@ -318,11 +320,6 @@ def skip_space(text: str, position: int) -> int:
     while position < len(text) and text[position] in " \t\r\n":
         position += 1
     return position
-
-
-def held_back_all(text: str, markers: tuple[str, ...]) -> str:
-    """``text`` without its longest tail that is a proper start of one of ``markers``."""
-    return text[: min((len(held_back(text, m)) for m in markers), default=len(text))]
 
 
 def _guarded(tool: NormalizedTool, key: str, dialect: "RawValueDialect") -> bool:

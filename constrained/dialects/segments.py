@@ -8,7 +8,9 @@ syntax (JSON, Gemma values)."""
 
 from __future__ import annotations
 
+import functools
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
@@ -46,6 +48,9 @@ class Segment:
     text: str
     start: int
     end: int
+    fenced: bool = field(default=False, compare=False)
+    """Whether the segment starts inside a fenced code block: the state a
+    scan resumed at its start begins with (see :func:`scan`)."""
 
 
 @dataclass(frozen=True)
@@ -60,27 +65,152 @@ class CallSegment:
     arguments: tuple[tuple[str, Value], ...] = ()
     error: str | None = None
     kind: str = "call"
+    fenced: bool = field(default=False, compare=False)
+    """As :attr:`Segment.fenced`."""
+
+
+class OpenValue(ABC):
+    """A value still being written where a partial reading of a call
+    stopped, read on as the call's text comes, so that streaming reads only
+    the new text: as long as :meth:`more` returns text, reading the longer
+    body again would give the same :class:`Partial`, its ``open_text``
+    longer by that text (``None`` staying ``None``)."""
+
+    @abstractmethod
+    def more(self, text: str) -> str | None:
+        """Read ``text``, what the body goes on with; return what it adds to
+        the value's ``open_text`` (empty when nothing, or when the value has
+        none), or ``None`` when the value may have ended: only a new reading
+        of the body says what it shows then."""
+
+
+class MarkedText(OpenValue):
+    """Text that runs to the first match of ``ends`` (a raw value, a
+    delimited string): a tail that may be the start of one of ``holds``
+    (every end among them) is held back, as :func:`held_back_all` does, and
+    the first ``lead`` characters are markup, not the value's text. ``tail``
+    is what the reading so far held back."""
+
+    def __init__(self, ends: "re.Pattern[str]", holds: tuple[str, ...], tail: str, lead: int = 0) -> None:
+        self.ends = ends
+        self.holds = holds
+        self.tail = tail
+        self.lead = lead
+
+    def more(self, text: str) -> str | None:
+        # An end that the text completes began in the tail (it was held back).
+        window = self.tail + text
+        if self.ends.search(window):
+            return None
+        certain = held_back_all(window, self.holds)
+        self.tail = window[len(certain) :]
+        skipped = min(self.lead, len(certain))
+        self.lead -= skipped
+        return certain[skipped:]
+
+
+class Nested(OpenValue):
+    """An object or array still being written, from its opening bracket:
+    while its brackets outside strings (between ``quote``s; with
+    ``escapes``, a backslash escapes the next character in them) have not
+    closed, no reading can be complete, so none changes, and :meth:`more`
+    gives ``""``. When they close in the text the reading stopped in, the
+    value is broken for good: nothing changes any more."""
+
+    def __init__(self, text: str, quote: str, escapes: bool) -> None:
+        self.quote = quote
+        self.tokens = re.compile(r"[\[\]{}]|" + re.escape(quote))
+        self.string_end = re.compile(re.escape(quote) + (r"|\\" if escapes else ""))
+        self.depth = 0
+        self.string = False
+        self.tail = ""
+        self.broken = False
+        self.broken = self.more(text) is None
+
+    def more(self, text: str) -> str | None:
+        if self.broken:
+            return ""
+        text = self.tail + text
+        position, escaped = 0, False
+        while True:
+            if self.string:
+                found = self.string_end.search(text, position)
+                if found is None:
+                    break
+                if found.group() == "\\":
+                    escaped = found.end() == len(text)
+                    if escaped:
+                        break
+                    position = found.end() + 1
+                    continue
+                self.string, position = False, found.end()
+                continue
+            found = self.tokens.search(text, position)
+            if found is None:
+                break
+            position = found.end()
+            if found.group() == self.quote:
+                self.string = True
+            elif found.group() in "[{":
+                self.depth += 1
+            else:
+                self.depth -= 1
+                if self.depth == 0:
+                    return None
+        rest = text[position:]
+        self.tail = "\\" if escaped else rest[len(held_back(rest, self.quote)) :]
+        return ""
 
 
 @dataclass
 class Partial:
     """What an unfinished call shows so far: its name once complete, its
     complete argument pairs, and the key and text of a raw value still being
-    written (minus any tail that may be the start of its closing)."""
+    written (minus any tail that may be the start of its closing).
+
+    ``resume_at`` is where in the body the reading of a longer text of it
+    can go on from, with this name and these pairs (``partial_body``'s
+    ``resume``): the end of the last complete pair, or where the first one
+    starts. ``open_value`` reads on the value being written, when the
+    dialect can follow it (:class:`OpenValue`)."""
 
     name: str | None = None
     pairs: list[tuple[str, Value]] = field(default_factory=list)
     open_key: str | None = None
     open_text: str | None = None
+    resume_at: int = 0
+    open_value: OpenValue | None = None
 
 
 def held_back(text: str, closing: str) -> str:
     """``text`` without its longest tail that is a proper start of ``closing``:
     that tail may yet turn out to be the closing, not value text."""
-    for size in range(min(len(closing) - 1, len(text)), 0, -1):
-        if closing.startswith(text[-size:]):
-            return text[:-size]
-    return text
+    return held_back_all(text, (closing,))
+
+
+def held_back_all(text: str, markers: tuple[str, ...]) -> str:
+    """``text`` without its longest tail that is a proper start of one of
+    ``markers`` (found by one regex: streaming asks this at every feed)."""
+    pattern, longest = _starts_at_end(markers)
+    found = pattern.search(text, max(0, len(text) - longest + 1))
+    return text if found is None else text[: found.start()]
+
+
+@functools.lru_cache(maxsize=1024)
+def _starts_at_end(markers: tuple[str, ...]) -> tuple["re.Pattern[str]", int]:
+    """A regex of a proper, non-empty start of one of ``markers`` that runs
+    to the end of the text (the leftmost match is the longest), and the
+    longest marker's length."""
+
+    def starts(marker: str) -> str:
+        pattern = ""
+        for char in reversed(marker[:-1]):
+            pattern = re.escape(char) + (f"(?:{pattern})?" if pattern else "")
+        return pattern
+
+    alternatives = [starts(m) for m in markers if len(m) > 1]
+    pattern = f"(?:{'|'.join(alternatives)})\\Z" if alternatives else "(?!)"
+    return re.compile(pattern), max(map(len, markers), default=0)
 
 
 class Malformed(Exception):
@@ -103,15 +233,25 @@ def scan(
     parse_body: BodyParser,
     reasoning: tuple[str, str] | None,
     cut_off_call: bool = False,
+    start: int = 0,
+    fenced: bool = False,
 ) -> Iterator[Segment | CallSegment]:
     """Split ``text`` into reasoning (a leading block), plain text and calls
     between ``call_open`` and ``call_close``. A call marker inside a fenced
     code block of the plain text, or a call without its closing marker, is a
     malformed call; with ``cut_off_call``, a call without its closing marker
     at the very end of the text is read when its body parses as it stands
-    (a complete JSON object: hermes)."""
-    position = 0
-    if reasoning is not None:
+    (a complete JSON object: hermes).
+
+    The segments read left to right, each from where the one before ends
+    and the fence state there, so a scan can resume at ``start`` with
+    ``fenced``: at a segment's start (:attr:`Segment.fenced`), or in a text
+    segment before any call marker, where no code-fence line is cut (the
+    character before ``start`` is no space, tab or backtick; it must be in
+    ``text``, as ``^`` of a fence line looks at it). The reasoning block is
+    looked for only at the start of the text."""
+    position = start
+    if reasoning is not None and start == 0:
         opening, closing = reasoning
         stripped = len(text) - len(text.lstrip())
         if text.startswith(opening, stripped):
@@ -119,30 +259,29 @@ def scan(
             if end >= 0:
                 yield Segment("reasoning", text[stripped + len(opening) : end], 0, end + len(closing))
                 position = end + len(closing)
-    fenced = False
     while position < len(text):
-        start = text.find(call_open, position)
-        if start < 0:
-            yield Segment("text", text[position:], position, len(text))
+        opening = text.find(call_open, position)
+        if opening < 0:
+            yield Segment("text", text[position:], position, len(text), fenced)
             return
-        if start > position:
-            yield Segment("text", text[position:start], position, start)
-            fenced ^= fences_in(text, position, start) % 2 == 1
-        close = text.find(call_close, start + len(call_open))
+        if opening > position:
+            yield Segment("text", text[position:opening], position, opening, fenced)
+            fenced ^= fences_in(text, position, opening) % 2 == 1
+        close = text.find(call_close, opening + len(call_open))
         end = len(text) if close < 0 else close + len(call_close)
-        markup = text[start:end]
+        markup = text[opening:end]
         if fenced:
-            yield CallSegment(markup, start, end, None, error=FENCED)
+            yield CallSegment(markup, opening, end, None, error=FENCED, fenced=True)
         elif close < 0 and not cut_off_call:
-            yield CallSegment(markup, start, end, None, error=f"the call is not closed with {call_close!r}")
+            yield CallSegment(markup, opening, end, None, error=f"the call is not closed with {call_close!r}")
         else:
             try:
-                name, pairs = parse_body(text[start + len(call_open) : close if close >= 0 else end])
+                name, pairs = parse_body(text[opening + len(call_open) : close if close >= 0 else end])
             except Malformed as exc:
                 cut_off = f"the call is not closed with {call_close!r}, and is incomplete without it: "
-                yield CallSegment(markup, start, end, exc.name, error=(cut_off if close < 0 else "") + exc.reason)
+                yield CallSegment(markup, opening, end, exc.name, error=(cut_off if close < 0 else "") + exc.reason)
             else:
-                yield CallSegment(markup, start, end, name, tuple(pairs))
+                yield CallSegment(markup, opening, end, name, tuple(pairs))
         position = end
 
 

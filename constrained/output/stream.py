@@ -3,12 +3,12 @@
 ``feed`` returns content deltas for text outside calls, a first delta for
 each call (index, id, name) and then fragments of its ``arguments``.
 
-**What is settled comes from the dialect's own scan.** At every feed the
-whole text so far is scanned (:meth:`Dialect.scan`, the reading
-:func:`parse_tool_calls` makes) into reasoning, text and call segments. The
-scanners read left to right, so a segment that another one follows is
-settled, and a settled call is accepted or rejected exactly as the
-non-streaming parser does it (:func:`openai_call`). What is not settled:
+**What is settled comes from the dialect's own scan.** The text is
+scanned (:meth:`Dialect.scan`, the reading :func:`parse_tool_calls` makes)
+into reasoning, text and call segments. The scanners read left to right, so
+a segment that another one follows is settled, and a settled call is
+accepted or rejected exactly as the non-streaming parser does it
+(:func:`openai_call`). What is not settled:
 
 - the last segment. Text is sent up to the first place where a call may
   still start: a call opening, or a tail that may be the start of one. The
@@ -40,18 +40,49 @@ a ``{"tool_call_errors": [{"index", "id", "reason"}]}`` delta reports it
 first. ``close()`` settles everything and sends what was held back;
 :attr:`ToolCallStreamParser.result` is then the authoritative
 :class:`ParseResult`.
+
+**Cost: a feed costs what its delta does, not what the text so far does.**
+The text is kept in pieces (a feed copies at most a short last piece), and
+nothing settled is read again:
+
+- the scan resumes where the settled text ends, with the fence state
+  there: at the first segment not settled, or in a text segment at what
+  was sent of it (:func:`~constrained.dialects.segments.scan`);
+- a call being written keeps its partial reading. A reading goes on from
+  the end of the last complete pair (``partial_body``'s ``resume``), and a
+  value it stopped in is read on from the new text only, by the dialect's
+  :class:`~constrained.dialects.segments.OpenValue`: a string's text is
+  escaped and sent as it comes, a raw value or an object or array waits for
+  its end. A value's end reads the value again (once); the call is scanned
+  when it starts and when its closing marker comes, and read whole once
+  more when it settles;
+- while nothing can change before some text comes (a leading reasoning
+  block before its closing, a call read without its opening marker, such as
+  qwen3_coder's bare ``<function=``, before its ``</function>``), a feed
+  only looks for that text.
+
+Each feed also reads a few characters before its delta, as many as the
+longest marker it looks for (a marker may be cut between feeds). Read again
+at each feed, from where they start, all short in what the grammar writes:
+a call's head until its tool name is complete (a head that can no longer
+read stops the call's streaming at once), a bare scalar being written,
+markup after a call's last complete pair that does not read (in gemma4 and
+hermes, until the call closes), a text segment's tail of spaces, tabs and
+backticks (a fence line may be in it), and a call read without its opening
+marker between its end and what settles it.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from ..dialects import get_dialect
 from ..dialects.base import Dialect
-from ..dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, held_back
+from ..dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, fences_in, held_back
 from ..errors import StreamClosedError
 from .parse import (
     CallRejected,
@@ -74,8 +105,78 @@ class _StreamedCall:
     start: int
     index: int
     id: str
-    sent: str = ""
+    sent: list[str] = field(default_factory=list)
+    """The arguments text sent, in fragments (joined only to compare)."""
     seen: bool = True
+
+    def sent_text(self) -> str:
+        if len(self.sent) > 1:
+            self.sent[:] = ["".join(self.sent)]
+        return self.sent[0] if self.sent else ""
+
+
+@dataclass
+class _OpenCall:
+    """The reading of the call being written (opened with the dialect's
+    ``call_open``, not settled), kept from feed to feed: a feed reads on
+    from where the last reading ended when it stopped in a value it can
+    follow, else from the end of its last complete pair."""
+
+    start: int
+    body: int
+    reading: Partial = field(default_factory=Partial)
+    at: int = -1
+    """Where the text the reading read starts (its offsets count from here)."""
+    read: int = -1
+    """Where it ends."""
+    closed: bool = False
+    """Whether the call's closing marker is in the text."""
+    quiet: bool = False
+    """Whether nothing more streams from it before it settles (an undeclared
+    tool, malformed markup, a member that will not validate)."""
+    members: str = "{"
+    """The arguments text of the reading's first ``count`` pairs."""
+    count: int = 0
+    keys: set[str] = field(default_factory=set)
+    shape: tuple[int, str | None, int] | None = None
+    """The pairs, open key and open text length of the reading last streamed."""
+    streams_open: bool = False
+    """Whether the reading's open string streams (its text so far was sent)."""
+
+    def __post_init__(self) -> None:
+        self.at = self.read = self.body
+
+
+class _Text:
+    """The text so far, in pieces: adding to it copies no more than a short
+    last piece, and reading a stretch of it costs that stretch's length."""
+
+    PIECE = 256
+    """A last piece shorter than this takes the next delta in."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.starts: list[int] = []
+        self.length = 0
+
+    def add(self, delta: str) -> None:
+        if self.pieces and len(self.pieces[-1]) < self.PIECE:
+            self.pieces[-1] += delta
+        elif delta:
+            self.pieces.append(delta)
+            self.starts.append(self.length)
+        self.length += len(delta)
+
+    def read(self, start: int, end: int | None = None) -> str:
+        """``text[start:end]``."""
+        end = self.length if end is None else end
+        if start >= end:
+            return ""
+        first = bisect.bisect_right(self.starts, start) - 1
+        last = bisect.bisect_left(self.starts, end)
+        joined = self.pieces[first] if last - first == 1 else "".join(self.pieces[first:last])
+        offset = self.starts[first]
+        return joined[start - offset : end - offset]
 
 
 class ToolCallStreamParser:
@@ -85,24 +186,41 @@ class ToolCallStreamParser:
         self.dialect = get_dialect(dialect)
         self.tool_set = usable_tools(tools, self.dialect)
         self.tools = self.tool_set.by_name()
-        self.text = ""
         self.result: ParseResult | None = None
+        self._text = _Text()
         self._reader = copy.copy(self.dialect.for_tools(self.tools))
         self._openings = _call_openings(self._reader, self.tools)
-        # The whole text is scanned at every feed: its closed calls are read once.
+        # A segment the scan reads again (a call not settled yet) has its body parsed once.
         self._bodies = _ReadBodies(self._reader.parse_body)
         self._reader.parse_body = self._bodies  # type: ignore[method-assign]
         self._left_out = self.tool_set.left_out_by_name()
         self._position = 0  # text before this offset is settled and sent (or part of the open call)
+        self._base = 0  # the scan goes on from here (see _rebase) ...
+        self._fenced = False  # ... inside a fenced code block or not
+        self._work = ""  # the text from _work_at, for one advance
+        self._work_at = 0
+        self._reasoning = self.dialect.reasoning_block()
+        self._reasoning_decided = self._reasoning is None  # no leading reasoning block may form any more
+        self._wait: tuple[int, tuple[str, ...]] | None = None  # nothing changes before one of these texts comes after this offset
         self._call: _StreamedCall | None = None
+        self._open: _OpenCall | None = None
         self._streamed = 0
+
+    @property
+    def text(self) -> str:
+        """The text fed so far."""
+        return self._text.read(0)
 
     def feed(self, delta: str) -> list[Delta]:
         """Add model text; return the deltas it settles."""
         if self.result is not None:
             raise StreamClosedError("feed() after close(): the stream's result is final; use a new ToolCallStreamParser for new output")
-        self.text += delta
-        return self._advance(final=False)
+        before = self._text.length
+        self._text.add(delta)
+        if self._waits(before):
+            return []
+        deltas = self._feed_open_call(before)
+        return self._advance(final=False) if deltas is None else deltas
 
     def close(self) -> list[Delta]:
         """Finish: settle every segment, send what was held back, and report
@@ -117,7 +235,10 @@ class ToolCallStreamParser:
 
     def _advance(self, *, final: bool) -> list[Delta]:
         deltas: list[Delta] = []
-        segments = list(self._reader.scan(self.text))
+        context = 1 if self._base > 0 else 0  # the character before, for a fence line's start
+        self._work_at = self._base - context
+        self._work = self._text.read(self._work_at)
+        segments = [_moved(s, self._work_at) for s in self._reader.scan(self._work, context, self._fenced)]
         self._bodies.forget_unused()
         if not final and self._reasoning_may_form(segments):
             return deltas
@@ -139,19 +260,63 @@ class ToolCallStreamParser:
             # The scan no longer reads a call where one was being streamed
             # (the text there is settled by the segments that cover it now).
             self._reject(deltas, "the call is no longer read as a call")
+        if not final:
+            self._rebase(segments)
         return _merged(deltas)
+
+    def _rebase(self, segments: list[Segment | CallSegment]) -> None:
+        """Let the next scan start at the first segment not settled, or, in
+        a text segment, at what was sent of it, where no code-fence line is
+        cut (see :func:`~constrained.dialects.segments.scan`): the text
+        before is settled, and the scan reads the rest as it would the
+        whole text."""
+        pending = next((s for s in segments if s.end > self._position), None)
+        if pending is not None and pending.kind != "text":
+            self._base, self._fenced = pending.start, pending.fenced
+            if self._open is not None and self._open.start != pending.start:
+                self._open = None
+            ends = self.dialect.bare_call_ends
+            bare = pending.kind == "call" and not pending.text.startswith(self.dialect.call_open)
+            if bare and ends and pending is segments[-1] and not any(end in pending.text for end in ends):
+                self._wait = (pending.start, (self.dialect.call_open, *ends))  # the call runs on
+            return
+        self._open = None
+        text = pending if pending is not None else segments[-1] if segments else None
+        if text is None:
+            return
+        base = self._position
+        while base > text.start and self._work[base - 1 - self._work_at] in " \t`":
+            base -= 1
+        inside = fences_in(self._work, text.start - self._work_at, base - self._work_at) % 2 == 1
+        self._base, self._fenced = base, text.fenced ^ inside
+
+    def _waits(self, before: int) -> bool:
+        """Whether what came since ``before`` leaves everything as it was:
+        the last advance found nothing could change before one of the texts
+        of :attr:`_wait` comes, and none has."""
+        if self._wait is None:
+            return False
+        start, texts = self._wait
+        window = self._text.read(max(start, before - max(map(len, texts)) + 1))
+        if any(text in window for text in texts):
+            self._wait = None
+            return False
+        return True
 
     def _reasoning_may_form(self, segments: list[Segment | CallSegment]) -> bool:
         """Whether the text so far may still open a leading reasoning block
         (then nothing is settled: the whole text may become reasoning)."""
-        markers = self.dialect.reasoning_block()
-        if markers is None or self._position > 0:
+        if self._reasoning is None or self._position > 0 or self._reasoning_decided:
             return False
-        opening = markers[0]
-        stripped = self.text.lstrip()
+        opening = self._reasoning[0]
+        stripped = self._work.lstrip()  # nothing is settled: the work is the whole text
         if opening.startswith(stripped):
             return True
-        return stripped.startswith(opening) and segments[0].kind != "reasoning"
+        if stripped.startswith(opening) and segments[0].kind != "reasoning":
+            self._wait = (len(self._work) - len(stripped) + len(opening), (self._reasoning[1],))  # its closing
+            return True
+        self._reasoning_decided = True
+        return False
 
     def _may_grow(self, segment: Segment | CallSegment) -> bool:
         """Whether the call ``segment``, which text follows, may still take
@@ -160,17 +325,18 @@ class ToolCallStreamParser:
         if not isinstance(segment, CallSegment):
             return False
         closing = self.dialect.call_close
+        start, end = segment.start - self._work_at, segment.end - self._work_at
         for size in range(len(closing)):
-            if self.text.endswith(closing[:size]):
-                probe = self._reader.scan(self.text + closing[size:])
-                if any(s.start == segment.start and s.end > segment.end for s in probe):
+            if self._work.endswith(closing[:size]):
+                probe = self._reader.scan(self._work + closing[size:], self._base - self._work_at, self._fenced)
+                if any(s.start == start and s.end > end for s in probe):
                     return True
         return False
 
     def _hold(self, segment: Segment) -> int:
         """Where the open text segment may start turning into a call: the
         first call opening in it, or a tail that may be the start of one."""
-        text = self.text[segment.start : segment.end]
+        text = self._work[segment.start - self._work_at : segment.end - self._work_at]
         cut = min(len(held_back(text, opening)) for opening in self._openings)
         for opening in self._openings:
             found = text.find(opening)
@@ -180,7 +346,7 @@ class ToolCallStreamParser:
 
     def _content(self, deltas: list[Delta], end: int) -> None:
         if end > self._position:
-            deltas.append({"content": self.text[self._position : end]})
+            deltas.append({"content": self._work[self._position - self._work_at : end - self._work_at]})
             self._position = end
 
     # -- calls -----------------------------------------------------------------------
@@ -190,12 +356,11 @@ class ToolCallStreamParser:
         if streamed is not None:
             streamed.seen = True
         if not settled:
-            partial = self._partial(segment)
-            tool = self.tools.get(partial.name or "")
-            if tool is not None:
-                call = streamed or self._start(deltas, segment.start, tool.name)
-                self._send(deltas, call, self._arguments_prefix(tool, partial))
+            if segment.text.startswith(self.dialect.call_open):
+                self._read_open_call(deltas, segment)
             return
+        if self._open is not None and self._open.start == segment.start:
+            self._open = None
         try:
             accepted = openai_call(segment, self.tools, self.dialect.python_literals, self._left_out)
         except CallRejected as exc:
@@ -207,6 +372,80 @@ class ToolCallStreamParser:
         self._send(deltas, call, accepted["function"]["arguments"])
         self._call = None
 
+    def _feed_open_call(self, before: int) -> list[Delta] | None:
+        """The deltas of a feed that only adds to the open call, which the
+        last advance left as the last segment: what its body gains is read
+        on. ``None`` when the whole advance must run (the call's closing
+        came, or there is no such call)."""
+        call = self._open
+        if call is None or call.closed:
+            return None
+        closing = self.dialect.call_close
+        window = self._text.read(max(call.body, before - len(closing) + 1))
+        if closing in window:
+            return None
+        if call.quiet:
+            return []
+        deltas: list[Delta] = []
+        self._read_call(deltas, call, self._text.length - len(window) + len(held_back(window, closing)))
+        return _merged(deltas)
+
+    def _read_open_call(self, deltas: list[Delta], segment: CallSegment) -> None:
+        """Read on the call ``segment`` (not settled): its body, less its
+        closing, or less a tail that may be the start of it."""
+        opening, closing = self.dialect.call_open, self.dialect.call_close
+        if self._open is None or self._open.start != segment.start:
+            self._open = _OpenCall(segment.start, segment.start + len(opening))
+        call = self._open
+        call.closed = segment.end - call.body >= len(closing) and segment.text.endswith(closing)
+        if call.closed:
+            end = segment.end - len(closing)
+        else:
+            tail = segment.text[max(len(opening), len(segment.text) - len(closing) + 1) :]
+            end = segment.end - len(tail) + len(held_back(tail, closing))
+        if not call.quiet:
+            self._read_call(deltas, call, end)
+
+    def _read_call(self, deltas: list[Delta], call: _OpenCall, end: int) -> None:
+        """Read the open call's body up to ``end`` and stream what it shows."""
+        if end <= call.read:
+            return
+        value = call.reading.open_value
+        if value is not None:
+            more = value.more(self._text.read(call.read, end))
+            if more is not None:
+                call.read = end
+                if more and call.shape is not None:
+                    pairs, key, length = call.shape
+                    call.shape = (pairs, key, length + len(more))
+                    if call.streams_open:
+                        self._send_open_text(deltas, more)
+                return
+        resume = call.reading if call.reading.name is not None else None
+        at = call.body if resume is None else call.at + resume.resume_at
+        try:
+            reading = self._reader.partial_body(self._text.read(at, end), resume)
+        except Malformed:
+            call.quiet = True  # markup that stays malformed as the text goes on
+            return
+        call.reading, call.at, call.read = reading, at, end
+        tool = self.tools.get(reading.name or "")
+        if tool is None:
+            call.quiet = reading.name is not None  # no declared tool of that name
+            return
+        streamed = self._call if self._call is not None and self._call.start == call.start else None
+        if streamed is None:
+            streamed = self._start(deltas, call.start, tool.name)
+        shape = (len(reading.pairs), reading.open_key, -1 if reading.open_text is None else len(reading.open_text))
+        if shape == call.shape:
+            return
+        call.shape = shape
+        arguments = self._arguments_prefix(tool, call)
+        if arguments is None:
+            call.quiet = True  # something read will not validate: nothing more is certain
+        elif not self._send(deltas, streamed, arguments):
+            call.streams_open = False
+
     def _start(self, deltas: list[Delta], start: int, name: str) -> _StreamedCall:
         call = _StreamedCall(start, self._streamed, call_id(start, name))
         self._streamed += 1
@@ -215,59 +454,60 @@ class ToolCallStreamParser:
         deltas.append({"tool_calls": [first]})
         return call
 
-    def _send(self, deltas: list[Delta], call: _StreamedCall, arguments: str | None) -> None:
+    def _send(self, deltas: list[Delta], call: _StreamedCall, arguments: str) -> bool:
         """Send what ``arguments`` (a prefix of the final text, or all of it)
-        adds to what was sent."""
-        if arguments is not None and arguments.startswith(call.sent) and len(arguments) > len(call.sent):
-            fragment = {"index": call.index, "function": {"arguments": arguments[len(call.sent) :]}}
-            deltas.append({"tool_calls": [fragment]})
-            call.sent = arguments
+        adds to what was sent; whether it starts with what was sent."""
+        sent = call.sent_text()
+        if not arguments.startswith(sent):
+            return False
+        if len(arguments) > len(sent):
+            fragment = arguments[len(sent) :]
+            deltas.append({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]})
+            call.sent.append(fragment)
+        return True
+
+    def _send_open_text(self, deltas: list[Delta], text: str) -> None:
+        """Send more of the open string's text, escaped as ``json.dumps`` does."""
+        assert self._call is not None
+        fragment = json.dumps(text, ensure_ascii=False)[1:-1]
+        deltas.append({"tool_calls": [{"index": self._call.index, "function": {"arguments": fragment}}]})
+        self._call.sent.append(fragment)
 
     def _reject(self, deltas: list[Delta], reason: str) -> None:
         assert self._call is not None
         deltas.append({"tool_call_errors": [{"index": self._call.index, "id": self._call.id, "reason": reason}]})
         self._call = None
 
-    def _partial(self, segment: CallSegment) -> Partial:
-        """What the open call shows so far, by the dialect's partial reading
-        (nothing for a call that does not start with :attr:`call_open`, or
-        whose markup is malformed)."""
-        opening, closing = self.dialect.call_open, self.dialect.call_close
-        if not segment.text.startswith(opening):
-            return Partial()
-        body = segment.text[len(opening) :]
-        # An unclosed body may end in the first characters of the closing.
-        body = body[: -len(closing)] if body.endswith(closing) else held_back(body, closing)
-        try:
-            return self._reader.partial_body(body)
-        except Malformed:
-            return Partial()
-
-    def _arguments_prefix(self, tool: Any, partial: Partial) -> str | None:
-        """The part of the final ``arguments`` text already certain, or
-        ``None`` when something read so far will not validate."""
+    def _arguments_prefix(self, tool: NormalizedTool, call: _OpenCall) -> str | None:
+        """The part of the final ``arguments`` text already certain (the
+        reading's complete pairs, each serialized once, then the open
+        string's key and text so far), or ``None`` when something read so
+        far will not validate."""
         root = tool.schema.resolve(tool.root)
-        members = []
-        seen = set()
+        reading = call.reading
         try:
-            for key, value in partial.pairs:
+            for key, value in reading.pairs[call.count :]:
                 frame = member_frame(root, key)
-                if frame is None or key in seen:
+                if frame is None or key in call.keys:
                     return None
-                seen.add(key)
+                call.keys.add(key)
                 typed = value.value if isinstance(value, Parsed) else read_raw(
                     value.text, frame, tool, key, self.dialect.python_literals
                 )
-                members.append(f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(typed, ensure_ascii=False)}")
+                member = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(typed, ensure_ascii=False)}"
+                call.members += f", {member}" if call.count else member
+                call.count += 1
         except CallRejected:
             return None
-        text = "{" + ", ".join(members)
-        if partial.open_key is not None and partial.open_text is not None:
-            frame = member_frame(root, partial.open_key)
+        text = call.members
+        call.streams_open = False
+        if reading.open_key is not None and reading.open_text is not None:
+            frame = member_frame(root, reading.open_key)
             if frame is not None and json_types(frame, tool.schema.definitions) == {"string"}:
-                separator = ", " if members else ""
-                escaped = json.dumps(partial.open_text, ensure_ascii=False)[:-1]
-                text += f"{separator}{json.dumps(partial.open_key, ensure_ascii=False)}: {escaped}"
+                separator = ", " if call.count else ""
+                escaped = json.dumps(reading.open_text, ensure_ascii=False)[:-1]
+                text += f"{separator}{json.dumps(reading.open_key, ensure_ascii=False)}: {escaped}"
+                call.streams_open = True
         return text
 
 
@@ -320,6 +560,11 @@ class _ReadBodies:
 
     def forget_unused(self) -> None:
         self.before, self.now = self.now, {}
+
+
+def _moved(segment: Segment | CallSegment, offset: int) -> Segment | CallSegment:
+    """``segment`` of a text that starts at ``offset`` of the whole text."""
+    return replace(segment, start=segment.start + offset, end=segment.end + offset) if offset else segment
 
 
 def _merged(deltas: list[Delta]) -> list[Delta]:

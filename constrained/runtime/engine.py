@@ -9,17 +9,24 @@ persistent batch, keyed by the request's row, follows the engine's adds,
 removals and moves, catches each row up on the tokens it sampled, and masks
 only the rows of requests that carry tools: every other row's logits are
 left exactly as they were.
+
+A tool set not compiled before is compiled on a background thread
+(:meth:`ToolsRequest.compile_in_background`): the engine's step that admits
+the request goes on, the forward pass runs meanwhile, and the batch waits
+only for what is left of the compile when the request's first sampled row
+needs its mask.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from ..compiler import CompiledTools, compile_tools
-from ..errors import ArgumentError, SchemaLimitError, UnsatisfiableSchemaError
+from ..errors import ArgumentError, ConstrainedError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames.toolset import normalize_tool_set
 from ..tokenizers import Tokenizer
 from .constraint import OnViolation, ToolCallConstraint, fill_masks_together
@@ -96,27 +103,69 @@ class ToolsRequest:
             logger.warning("tool %r is left out of the constraint: %s", left.name, left.reason)
         return compiled
 
+    def compile_in_background(self, tokenizer: Tokenizer | str) -> "Future[CompiledTools | None]":
+        """:meth:`compile` on the engine's compile thread (one, so that
+        compiles do not compete with each other for the cores the engine
+        needs). The future holds ``None`` when the tools cannot be compiled
+        (logged: the front end checked them, so this is rare)."""
+        return _compiler().submit(self._compile_or_none, tokenizer)
+
+    def _compile_or_none(self, tokenizer: Tokenizer | str) -> CompiledTools | None:
+        try:
+            return self.compile(tokenizer)
+        except ConstrainedError as e:
+            logger.error("a request runs unconstrained: its tools cannot be compiled: %s", e)
+            return None
+
+
+_compile_thread: ThreadPoolExecutor | None = None
+
+
+def _compiler() -> ThreadPoolExecutor:
+    global _compile_thread
+    if _compile_thread is None:
+        _compile_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constrained-compile")
+    return _compile_thread
+
+
+Compiled = Union[CompiledTools, "Future[CompiledTools | None]"]
+"""A request's compiled tools, or their compile still running."""
+
 
 def _unconstrainable(error: Exception) -> bool:
     return isinstance(error, (UnsatisfiableSchemaError, SchemaLimitError))
 
 
-@dataclass
 class _Row:
-    """One request's constraint and the live list of its sampled tokens."""
+    """One request's constraint (made once its compile is done) and the live
+    list of its sampled tokens."""
 
-    constraint: ToolCallConstraint
-    output_ids: Sequence[int]
-    fed: int = 0
+    def __init__(self, compiled: Compiled, output_ids: Sequence[int], on_violation: OnViolation) -> None:
+        self.compiled = compiled
+        self.output_ids = output_ids
+        self.on_violation: OnViolation = on_violation
+        self.fed = 0
+        self._constraint: ToolCallConstraint | None = None
 
-    def catch_up(self) -> None:
+    def constraint(self) -> ToolCallConstraint | None:
+        """The request's constraint, waiting for its compile if it still
+        runs; ``None`` when its tools could not be compiled."""
+        if self._constraint is None:
+            compiled = self.compiled.result() if isinstance(self.compiled, Future) else self.compiled
+            if compiled is None:
+                return None
+            self.compiled = compiled
+            self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation)
+        return self._constraint
+
+    def catch_up(self, constraint: ToolCallConstraint) -> None:
         """Feed the tokens sampled since the last step. A negative id is a
         placeholder an engine fills in later (asynchronous scheduling): the
         row waits for it."""
         ids = self.output_ids
         while self.fed < len(ids) and ids[self.fed] >= 0:
-            if not self.constraint.is_finished(0):
-                self.constraint.consume((ids[self.fed],))
+            if not constraint.is_finished(0):
+                constraint.consume((ids[self.fed],))
             self.fed += 1
 
 
@@ -138,15 +187,22 @@ class EngineRows:
     def __contains__(self, index: int) -> bool:
         return index in self._rows
 
-    def constraint(self, index: int) -> ToolCallConstraint:
-        return self._rows[index].constraint
+    def constraint(self, index: int) -> ToolCallConstraint | None:
+        """The constraint of the request at ``index`` (waiting for its
+        compile), or ``None`` when its tools could not be compiled."""
+        return self._rows[index].constraint()
 
-    def add(self, index: int, compiled: CompiledTools, output_ids: Sequence[int]) -> None:
+    def compiled(self, index: int) -> Compiled:
+        """What :meth:`add` was given for the request at ``index``."""
+        return self._rows[index].compiled
+
+    def add(self, index: int, compiled: Compiled, output_ids: Sequence[int]) -> None:
         """Constrain the request now at ``index``; ``output_ids`` is its
         growing list of sampled tokens (already sampled ones are fed at the
-        next :meth:`apply`, as after a preemption)."""
-        constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation)
-        self._rows[index] = _Row(constraint, output_ids)
+        next :meth:`apply`, as after a preemption). ``compiled`` may be a
+        compile still running (:meth:`ToolsRequest.compile_in_background`):
+        the first :meth:`apply` that masks the row waits for it."""
+        self._rows[index] = _Row(compiled, output_ids, self.on_violation)
 
     def remove(self, index: int) -> None:
         """The request at ``index`` left, or the one there now has no tools."""
@@ -169,11 +225,17 @@ class EngineRows:
         requests it names are masked, each at the row it gives. Every
         request's mask is filled in one step
         (:func:`~constrained.runtime.constraint.fill_masks_together`)."""
-        rows = [(row, self._rows[key]) for key, row in placement.items()] if placement is not None else list(self._rows.items())
-        for index, row in rows:
-            row.catch_up()
-            row.constraint.prepare(logits[index : index + 1])
-        fill_masks_together([row.constraint for _, row in rows])
-        for index, row in rows:
-            row.constraint.apply(logits[index : index + 1])
+        placed = placement.items() if placement is not None else [(key, key) for key in self._rows]
+        rows = []
+        for key, index in placed:
+            constraint = self._rows[key].constraint()
+            if constraint is None:  # its tools could not be compiled: served unconstrained
+                del self._rows[key]
+                continue
+            self._rows[key].catch_up(constraint)
+            constraint.prepare(logits[index : index + 1])
+            rows.append((index, constraint))
+        fill_masks_together([constraint for _, constraint in rows])
+        for index, constraint in rows:
+            constraint.apply(logits[index : index + 1])
         return logits

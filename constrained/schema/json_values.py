@@ -11,7 +11,7 @@ import math
 from fractions import Fraction
 from typing import Any, Hashable, Iterable
 
-from .patterns import python_pattern
+from .patterns import pattern_matcher
 
 
 def json_type(value: Any) -> str:
@@ -82,8 +82,9 @@ def exact(number: int | float) -> Fraction:
 
 def pattern_matches(pattern: str, text: str) -> bool:
     """ECMA 262 ``pattern`` semantics approximated in Python (unanchored
-    search, :func:`~constrained.schema.patterns.python_pattern`). A pattern
-    no Python engine reads is treated as matching: the check errs towards
-    accepting."""
-    compiled = python_pattern(pattern)
-    return compiled is None or compiled.search(text) is not None
+    search, read as :func:`~constrained.schema.patterns.python_pattern`
+    reads it), in linear time where RE2 can say the pattern
+    (:func:`~constrained.schema.patterns.pattern_matcher`). A pattern no
+    Python engine reads, or one that runs past its time on ``text``, is
+    treated as matching: the check errs towards accepting."""
+    return pattern_matcher(pattern).matches(text)

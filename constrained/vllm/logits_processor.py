@@ -25,9 +25,11 @@ either; which runner built it is told by its constructor's arguments.
 A request is constrained when its ``extra_args`` hold a
 :class:`~constrained.runtime.engine.ToolsRequest`, which the plug-in's tool
 parsers put there, so an ordinary OpenAI client sends nothing extra; every
-other row is left untouched. Compiling is cached by tool set, and the
-tokenizer is the served model's own, loaded (with its tables) when the
-engine starts. Speculative decoding is refused at start: a request would own
+other row is left untouched. Compiling is cached by tool set and runs on a
+background thread while the step that admitted the request goes on (the
+batch waits, if at all, for what is left of it when the request's first
+sampled row needs its mask), and the tokenizer is the served model's own,
+loaded (with its tables) when the engine starts. Speculative decoding is refused at start: a request would own
 one row per draft token, each needing its own mask after the drafts before
 it.
 """
@@ -42,10 +44,9 @@ from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
 from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
-from ..compiler import CompiledTools
 from ..dialects import DIALECTS
 from ..errors import ConstrainedError, OptionError
-from ..runtime.engine import EXTRA_ARGS_KEY, EngineRows, ToolsRequest
+from ..runtime.engine import EXTRA_ARGS_KEY, Compiled, EngineRows, ToolsRequest
 from ..runtime.frame_tracker import prepare_tables
 from ..tokenizers import Tokenizer, load_tokenizer
 
@@ -126,17 +127,16 @@ class ToolCallLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
             return self.rows.apply(logits)
         return self._slots.apply(logits, ctx)
 
-    def _compiled(self, index: int, params: Any) -> CompiledTools | None:
-        """The constraint of the request at ``index`` (a V1 row or a V2
-        slot), or ``None`` when it has no tools. One that cannot be compiled
-        here (the front end checked its tools, so this is rare) is served
-        unconstrained and logged, never failing the engine's step."""
+    def _compiled(self, index: int, params: Any) -> Compiled | None:
+        """The request's tools compiling on the compile thread (a tool set
+        seen before comes back at once from the cache), or ``None`` when it
+        has no tools."""
         described = (params.extra_args or {}).get(EXTRA_ARGS_KEY)
         if described is None:
             return None
         try:
-            return ToolsRequest.from_json(described).compile(self._tokenizer)
-        except ConstrainedError as e:
+            return ToolsRequest.from_json(described).compile_in_background(self._tokenizer)
+        except ConstrainedError as e:  # validate_params let it through: served unconstrained
             logger.error("request at batch index %d runs unconstrained: %s", index, e)
             return None
 
@@ -166,7 +166,7 @@ class _Slots:
         self._host_ids = torch.empty(req_states.max_num_reqs, dtype=torch.int32, pin_memory=on_gpu)
         self._copied = torch.cuda.Event() if on_gpu else None
 
-    def add(self, slot: int, compiled: CompiledTools) -> None:
+    def add(self, slot: int, compiled: Compiled) -> None:
         output: list[int] = []
         self.outputs[slot] = output
         self.rows.add(slot, compiled, output)
@@ -219,6 +219,5 @@ class _Slots:
         start = int(self.req_states.prompt_len.np[slot])
         history: Sequence[int] = self.req_states.all_token_ids.gpu[slot, start : start + before].tolist()
         output = list(history)
-        compiled = self.rows.constraint(slot).compiled
         self.outputs[slot] = output
-        self.rows.add(slot, compiled, output)
+        self.rows.add(slot, self.rows.compiled(slot), output)
