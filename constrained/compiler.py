@@ -8,7 +8,6 @@ dialect, the normalized tools, the options and the tokenizer's vocabulary.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -23,6 +22,7 @@ from .frames.model import canonical_json
 from .grammar.lark import RuleSet
 from .grammar.emitter import ValueEmitter
 from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, ToolChoice
+from .schema.json_values import json_text, text_digest
 from .schema.limits import too_deep
 from .frames.toolset import (
     LeftOutTool,
@@ -329,14 +329,8 @@ def _source_key(tools: Any, options: tuple[Any, ...]) -> str | None:
     then skips normalization, which is most of a cached compile (about 13 ms
     for 100 tools, against 0.7 ms for this key). ``None`` for other forms,
     and for tools nested too deep to write (loading them says why)."""
-    if not isinstance(tools, (list, tuple, dict)):
-        return None
-    try:
-        text = json.dumps([tools, options], ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    # surrogatepass: a lone surrogate in a name is hashed here and refused, by name, when compiling.
-    return "source:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    text = json_text([tools, options]) if isinstance(tools, (list, tuple, dict)) else None
+    return None if text is None else "source:" + text_digest(text)
 
 
 def _check_tool_choice(tool_set: ToolSet, tool_choice: str, given: int) -> None:
@@ -377,7 +371,7 @@ def _fingerprint(dialect: str, tool_set: ToolSet, options: CompileOptions, tok: 
         "options": chosen,
         "tokenizer": tok.fingerprint,
     }
-    return hashlib.sha256(canonical_json(material).encode("utf-8", "surrogatepass")).hexdigest()
+    return text_digest(canonical_json(material))
 
 
 def _compile(

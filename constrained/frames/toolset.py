@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -13,6 +12,7 @@ from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
 from .model import Frame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..errors import SchemaWarning
 from ..tools import Tool, load_tool_entries
+from ..schema.json_values import json_text, text_digest
 from ..schema.limits import too_deep
 from .normalize import normalize_schema
 
@@ -148,10 +148,10 @@ def normalize_tool_set(tools: Any, *, strict: bool = True) -> ToolSet:
     its callers. :func:`clear_normalize_cache` forgets them."""
     if isinstance(tools, ToolSet):
         return tools
-    text = _json_text(tools)
-    if text is None:
+    text = json_text(tools) if isinstance(tools, (list, tuple, dict)) else None
+    if text is None:  # tool objects, Pydantic classes: normalized as given
         return _normalize_entries(tools, strict)
-    key = (strict, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+    key = (strict, text_digest(text))
     with _cache_lock:
         tool_set = _cache.get(key)
         if tool_set is not None:
@@ -169,18 +169,6 @@ def clear_normalize_cache() -> None:
     """Forget every tool set :func:`normalize_tool_set` kept."""
     with _cache_lock:
         _cache.clear()
-
-
-def _json_text(tools: Any) -> str | None:
-    """``tools`` as JSON text, when they are plain JSON (not tool objects,
-    Pydantic classes, or values nested too deep to write: loading them
-    says why)."""
-    if not isinstance(tools, (list, tuple, dict)):
-        return None
-    try:
-        return json.dumps(tools, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 def _with_own_errors(tool_set: ToolSet) -> ToolSet:

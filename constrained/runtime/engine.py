@@ -228,11 +228,12 @@ class EngineRows:
         placed = placement.items() if placement is not None else [(key, key) for key in self._rows]
         rows = []
         for key, index in placed:
-            constraint = self._rows[key].constraint()
+            row = self._rows[key]
+            constraint = row.constraint()
             if constraint is None:  # its tools could not be compiled: served unconstrained
                 del self._rows[key]
                 continue
-            self._rows[key].catch_up(constraint)
+            row.catch_up(constraint)
             constraint.prepare(logits[index : index + 1])
             rows.append((index, constraint))
         fill_masks_together([constraint for _, constraint in rows])

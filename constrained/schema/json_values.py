@@ -1,5 +1,5 @@
 """JSON values as JSON Schema sees them: their types, equality, exact
-numbers and ECMA patterns.
+numbers and ECMA patterns; and JSON text as a cache key.
 
 The normalizer needs these to intersect ``enum`` lists and to drop enum
 values that other keywords exclude; the validator and the frame checks
@@ -7,6 +7,8 @@ values that other keywords exclude; the validator and the frame checks
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from fractions import Fraction
 from typing import Any, Hashable, Iterable
@@ -52,6 +54,22 @@ def json_key(value: Any) -> Hashable:
     if isinstance(value, dict):
         return ("object", tuple(sorted((k, json_key(v)) for k, v in value.items())))
     raise TypeError(f"not a JSON value: {value!r}")
+
+
+def json_text(value: Any) -> str | None:
+    """``value`` written as JSON, members in the order given, or ``None``
+    when it is not plain JSON (objects, NaN) or is nested too deep to write
+    (reading it says why)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def text_digest(text: str) -> str:
+    """The SHA-256 of ``text``, a cache key. A lone surrogate is hashed as
+    written (surrogatepass): what reads the text refuses it, by name."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def dedupe_values(values: Iterable[Any]) -> list[Any]:

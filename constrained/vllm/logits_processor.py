@@ -29,15 +29,15 @@ other row is left untouched. Compiling is cached by tool set and runs on a
 background thread while the step that admitted the request goes on (the
 batch waits, if at all, for what is left of it when the request's first
 sampled row needs its mask), and the tokenizer is the served model's own,
-loaded (with its tables) when the engine starts. Speculative decoding is refused at start: a request would own
-one row per draft token, each needing its own mask after the drafts before
-it.
+loaded (with its tables) when the engine starts. Speculative decoding is
+refused at start: a request would own one row per draft token, each needing
+its own mask after the drafts before it.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
@@ -217,7 +217,6 @@ class _Slots:
         tokens, read from the runner's token history (a device read: only
         after preemption or a jump the runner made)."""
         start = int(self.req_states.prompt_len.np[slot])
-        history: Sequence[int] = self.req_states.all_token_ids.gpu[slot, start : start + before].tolist()
-        output = list(history)
+        output: list[int] = self.req_states.all_token_ids.gpu[slot, start : start + before].tolist()
         self.outputs[slot] = output
         self.rows.add(slot, self.rows.compiled(slot), output)
