@@ -1,10 +1,15 @@
 """The random-walk sweep (issue 7), from one command:
 
     python bench/fuzz.py [--mcp-runs 3] [--bfcl-stride 1] [--budget 256] [--crosscheck 8] [--workers 2]
+                         [--only "discriminated union"]
 
 Tool sets: every MCP corpus tool alone, each MCP server's whole tool list as
-one set, the distinct BFCL functions (every ``--bfcl-stride``-th), and two
-tools taking Pydantic discriminated unions (walked as the MCP sets). Each
+one set, the distinct BFCL functions (every ``--bfcl-stride``-th), and the
+tools taking discriminated unions (walked as the MCP sets): Pydantic unions
+as an argument and in a list, and unions of parameter sets as the
+parameters themselves (a Pydantic discriminated union, a plain ``oneOf``).
+``--only "discriminated union"`` walks those alone (a minute) and renews
+only their table by dialect in the report. Each
 is compiled in every dialect (with the dialect's default tokenizer) for
 ``tool_choice`` auto, required, none and a tool's name, and auto and
 required with ``parallel_tool_calls=False``: MCP sets in every mode with
@@ -151,7 +156,66 @@ def discriminated_tools() -> list[dict[str, Any]]:
         requests: list[Operation]
         dry_run: bool = False
 
-    return [{"name": model.__name__, "inputSchema": model.model_json_schema()} for model in (RunOperation, RunBatch)]
+    nested = [{"name": model.__name__, "inputSchema": model.model_json_schema()} for model in (RunOperation, RunBatch)]
+    return nested + root_union_tools()
+
+
+def root_union_tools() -> list[dict[str, Any]]:
+    """Tools whose parameters are themselves a union of parameter sets: a
+    Pydantic discriminated union as the root (``oneOf`` of ``$ref``s with a
+    ``discriminator``, each tag a required ``const``), where ``value`` is
+    an integer, a string, a boolean, a number, a short string or a list by
+    the tag, two sets writing ``value`` before the tag; and a plain
+    ``oneOf`` with ``const`` tags and no ``discriminator`` keyword."""
+    from typing import Annotated, Literal, Union
+
+    from pydantic import BaseModel, Field, TypeAdapter
+
+    class Count(BaseModel):
+        kind: Literal["count"]
+        value: int
+
+    class Text(BaseModel):
+        kind: Literal["text"]
+        value: str
+
+    class Flag(BaseModel):
+        kind: Literal["flag"]
+        value: bool
+
+    class Ratio(BaseModel):
+        value: float
+        kind: Literal["ratio"]
+
+    class Note(BaseModel):
+        value: str
+        kind: Literal["note"]
+
+    class Label(BaseModel):
+        kind: Literal["label"]
+        value: str = Field(max_length=12)
+
+    class Tags(BaseModel):
+        kind: Literal["tags"]
+        value: list[str]
+
+    Limit = Annotated[Union[Count, Text, Flag, Ratio, Note, Label, Tags], Field(discriminator="kind")]
+    plain = {
+        "type": "object",
+        "oneOf": [
+            {"type": "object", "properties": {"mode": {"const": "fixed"}, "size": {"type": "integer", "minimum": 1}},
+             "required": ["mode", "size"], "additionalProperties": False},
+            {"type": "object", "properties": {"mode": {"const": "named"}, "size": {"enum": ["small", "large"]},
+                                              "note": {"type": "string"}},
+             "required": ["mode", "size"], "additionalProperties": False},
+            {"type": "object", "properties": {"size": {"type": "boolean"}, "mode": {"const": "auto"}},
+             "required": ["mode"], "additionalProperties": False},
+        ],
+    }
+    return [
+        {"name": "set_limit", "inputSchema": TypeAdapter(Limit).json_schema()},
+        {"name": "set_size", "inputSchema": plain},
+    ]
 
 
 def jobs(sets: list[ToolSet], mcp_runs: int, budget: int, crosscheck: int) -> list[Job]:
@@ -255,16 +319,24 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=256, help="most tokens per walk")
     parser.add_argument("--crosscheck", type=int, default=8, help="compare every n-th mask with llguidance's")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--only",
+        choices=[DISCRIMINATED],
+        help="walk only these tool sets and renew only their table by dialect (the rest of the report stays)",
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
     sets = tool_sets(args.bfcl_stride)
+    if args.only:
+        sets = [tool_set for tool_set in sets if tool_set.kind == args.only]
     work = jobs(sets, args.mcp_runs, args.budget, args.crosscheck)
     _preload()
     rows: dict[tuple[str, str, str], FuzzSummary] = {}
     totals = {sampler: FuzzSummary(keep=0) for sampler in SAMPLERS}
     refusals: Counter[tuple[str, str]] = Counter()
     by_kind: dict[str, FuzzSummary] = {}
+    unions: dict[str, FuzzSummary] = {}  # the discriminated-union tool sets, by dialect
     crashes: list[tuple[Job, str]] = []
     failures: list[tuple[ToolSet, FuzzRun]] = []
     with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
@@ -278,6 +350,8 @@ def main() -> int:
                 rows.setdefault((job.dialect, job.mode.label, sampler), FuzzSummary(keep=0)).merge(summary)
                 totals[sampler].merge(summary)
                 by_kind.setdefault(job.tool_set.kind, FuzzSummary(keep=0)).merge(summary)
+                if job.tool_set.kind == DISCRIMINATED:
+                    unions.setdefault(job.dialect, FuzzSummary(keep=0)).merge(summary)
                 failures.extend((job.tool_set, run) for run in summary.failures)
             if done % 500 == 0:
                 print(f"{done}/{len(work)} configurations, {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -292,6 +366,13 @@ def main() -> int:
     kinds = Counter(tool_set.kind for tool_set in sets)
     header = "| {} | runs | finished | valid (of finished) | wedges | errors | budget exhausted |"
     rule = "|---" * 7 + "|"
+    union_table = _union_table(sets, unions, header, rule, args, len(work), elapsed, failures, crashes, refusals)
+    if args.only:
+        write_section(UNION_SECTION, union_table, path=BENCH / "CONFORMANCE.md")
+        print(json.dumps({dialect: summary.counts() for dialect, summary in sorted(unions.items())}
+                         | {"seconds": round(elapsed), "configurations": len(work), "refused": sum(refusals.values()),
+                            "crashes": len(crashes)}, indent=1))
+        return 1 if failures or crashes or not all(summary.ok for summary in unions.values()) else 0
     lines = [
         "## Random-walk fuzzing",
         "",
@@ -311,8 +392,9 @@ def main() -> int:
         f"every mode ({'; '.join(m.label for m in MODES)}) with {args.mcp_runs} walks per sampler; "
         f"{kinds['BFCL function']} distinct BFCL functions"
         f"{f' (every {args.bfcl_stride}th)' if args.bfcl_stride > 1 else ' (all)'}, one mode per dialect "
-        f"(rotating), one walk per sampler; {kinds[DISCRIMINATED]} tools taking Pydantic discriminated unions "
-        "(as FastMCP writes them), as the MCP sets. Every dialect with its default tokenizer.",
+        f"(rotating), one walk per sampler; {kinds[DISCRIMINATED]} tools taking discriminated unions "
+        "(Pydantic's as FastMCP writes them, as an argument, in a list and as the parameters themselves, and a plain "
+        "`oneOf` of parameter sets), as the MCP sets. Every dialect with its default tokenizer.",
         "",
         environment(),
         "",
@@ -327,6 +409,10 @@ def main() -> int:
         header.format("tool sets"),
         rule,
         *(_row([kind], summary) for kind, summary in sorted(by_kind.items())),
+        "",
+        f"<!-- {UNION_SECTION} -->",
+        union_table,
+        f"<!-- /{UNION_SECTION} -->",
         "",
     ]
     if failures:
@@ -352,6 +438,65 @@ def main() -> int:
                      | {"seconds": round(elapsed), "configurations": len(work), "refused": sum(refusals.values()),
                         "crashes": len(crashes)}, indent=1))
     return 1 if failures or crashes or not everything.ok else 0
+
+
+UNION_SECTION = "fuzz-discriminated"
+"""The block of the fuzz section with the discriminated-union tool sets by
+dialect, which ``--only "discriminated union"`` renews alone."""
+
+
+def _union_table(
+    sets: list[ToolSet],
+    unions: dict[str, FuzzSummary],
+    header: str,
+    rule: str,
+    args: argparse.Namespace,
+    configurations: int,
+    elapsed: float,
+    failures: list[tuple[ToolSet, FuzzRun]],
+    crashes: list[tuple[Job, str]],
+    refusals: Counter[tuple[str, str]],
+) -> str:
+    """The discriminated-union tool sets by dialect, with the run that
+    produced the table."""
+    names = ", ".join(f"`{tool_set.name}`" for tool_set in sets if tool_set.kind == DISCRIMINATED)
+    options = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name, default in
+               (("mcp_runs", 3), ("bfcl_stride", 1), ("budget", 256), ("crosscheck", 8)) if getattr(args, name) != default]
+    if args.only:
+        options.append(f'--only "{DISCRIMINATED}"')
+    command = " ".join(["python bench/fuzz.py", *options])
+    total = FuzzSummary(keep=0)
+    for summary in unions.values():
+        total.merge(summary)
+    lines = [
+        "### Discriminated unions by dialect",
+        "",
+        f"Produced by `{command}` ({environment()}): the tools taking discriminated unions ({names}: "
+        "one union as an argument, a list of them, a Pydantic discriminated union as the parameters themselves, "
+        "and a plain `oneOf` of parameter sets told apart by `const` tags), in every mode with "
+        f"{args.mcp_runs} walks per sampler, both samplers together; {configurations} configurations in "
+        f"{elapsed:.0f} s." + (" The tables above are from the last full run." if args.only else ""),
+        "",
+        header.format("dialect"),
+        rule,
+        *(_row([dialect], summary) for dialect, summary in sorted(unions.items())),
+        _row(["**all**"], total),
+        "",
+    ]
+    union_failures = [failure for failure in failures if failure[0].kind == DISCRIMINATED]
+    union_crashes = [crash for crash in crashes if crash[0].tool_set.kind == DISCRIMINATED]
+    if args.only and union_failures:
+        lines += _write_failures(union_failures)
+    if args.only and union_crashes:
+        lines += [f"- compile crash, `{job.tool_set.name}`, {job.dialect}, {job.mode.label}: {crash[:300]}"
+                  for job, crash in union_crashes]
+    if union_failures or union_crashes:
+        lines.append(f"**Failures**: {len(union_failures)} walks, {len(union_crashes)} compile crashes.")
+    else:
+        lines.append("**Failures:** none: no wedge, no error, every finished output valid.")
+    if args.only and refusals:
+        lines.append(f"Compiles refused on purpose: {sum(refusals.values())}.")
+    return "\n".join(lines)
 
 
 def _mode_order(label: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import fields, replace
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_tools(parse)
     _add_dialect(parse)
+    _add_flags(parse, CompileOptions, "reasoning")
     parse.add_argument("trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default)")
     parse.set_defaults(run=_parse)
 
@@ -189,7 +191,16 @@ def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str)
         if names and option_field.name not in names:
             continue
         flag, default = flag_of(option_field), option_field.default
-        if isinstance(default, bool):
+        if flag.values is not None:
+            parser.add_argument(
+                flag.name,
+                dest=option_field.name,
+                type=functools.partial(_spelled, flag.values),
+                default=default,
+                metavar="{" + ",".join(flag.values) + "}",
+                help=flag.help,
+            )
+        elif isinstance(default, bool):
             action = "store_false" if default else "store_true"
             parser.add_argument(flag.name, dest=option_field.name, action=action, help=flag.help)
         else:
@@ -202,6 +213,13 @@ def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str)
                 metavar=flag.metavar,
                 help=flag.help,
             )
+
+
+def _spelled(values: dict[str, Any], word: str) -> Any:
+    """The option value the command line spells ``word``."""
+    if word not in values:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(values)}, got {word!r}")
+    return values[word]
 
 
 def _options(args: argparse.Namespace, options_type: type[_Options]) -> _Options:
@@ -267,7 +285,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    _print_json(parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect).to_json())
+    parsed = parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect, reasoning=args.reasoning)
+    _print_json(parsed.to_json())
     return 0
 
 
@@ -294,7 +313,7 @@ def _generate(args: argparse.Namespace) -> int:
         args.prompt,
         read_tools_file(args.tools),
         loaded.dialect,
-        options=replace(options, reasoning=options.reasoning and loaded.thinking),
+        options=replace(options, reasoning=options.reasoning if loaded.thinking else False),
         max_new_tokens=args.max_new_tokens,
         do_sample=args.sample,
         temperature=args.temperature,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, astuple, dataclass, field, fields
+from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,7 +21,7 @@ from .errors import CompileError, OptionError, SchemaWarning
 from .frames.model import canonical_json
 from .grammar.lark import RuleSet
 from .grammar.emitter import ValueEmitter
-from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, ToolChoice
+from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, Reasoning, ToolChoice
 from .schema.json_values import json_text, text_digest
 from .schema.limits import too_deep
 from .frames.toolset import (
@@ -83,6 +83,8 @@ class CompiledTools:
     Pointer and the reason (also in :attr:`warnings`); a call of one is an
     error in the parser's ``errors``."""
     _template: Any = field(default=None, init=False, repr=False, compare=False)
+    _variants: dict[Any, "CompiledTools"] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """The same set compiled with another reasoning (:meth:`after_prompt`)."""
     _masks: Any = field(default=None, init=False, repr=False, compare=False)
     """The masks computed so far for this set, shared by every constraint
     made from it (:mod:`constrained.runtime.mask_cache`)."""
@@ -100,7 +102,7 @@ class CompiledTools:
         return self.options.key_order
 
     @property
-    def reasoning(self) -> bool:
+    def reasoning(self) -> Reasoning:
         return self.options.reasoning
 
     @property
@@ -140,6 +142,33 @@ class CompiledTools:
                 return CheckResult(True)
         offset = len(text.encode("utf-8"))
         return CheckResult(False, len(tokens), offset)
+
+    def after_prompt(self, prompt: str) -> "CompiledTools":
+        """This set as the output of ``prompt`` needs it: compiled again
+        (cached) with the reasoning the prompt's tail says
+        (:meth:`Dialect.prompt_reasoning`) where that differs from its own:
+        ``"open"`` when the prompt ends inside a reasoning block, ``True``
+        instead of ``"open"`` when it ends after one. The tail is the truth
+        the model continues from; a grammar that disagrees cannot be met."""
+        state = get_dialect(self.dialect).prompt_reasoning(prompt)
+        if state == "open":
+            reasoning: Reasoning = "open"
+        elif state is False and self.reasoning == "open":
+            reasoning = True
+        else:
+            return self
+        if reasoning == self.reasoning:
+            return self
+        with _cache_lock:
+            variant = self._variants.get(reasoning)
+        if variant is None:
+            recompiled = compile_tools(
+                self.tools, self.dialect, self.tokenizer, options=replace(self.options, reasoning=reasoning)
+            )
+            variant = replace(recompiled, left_out=self.left_out, warnings=self.warnings)
+            with _cache_lock:
+                variant = self._variants.setdefault(reasoning, variant)
+        return variant
 
     def _end_markers(self) -> tuple[str, ...]:
         dialect = get_dialect(self.dialect)
@@ -215,7 +244,7 @@ def compile_tools(
     key_order: KeyOrder = "trained",
     *,
     strict: bool = True,
-    reasoning: bool = True,
+    reasoning: Reasoning = True,
     bad_tools: BadTools = "leave_out",
     options: CompileOptions | None = None,
 ) -> CompiledTools:
@@ -432,8 +461,16 @@ def _compile(
 
 def _start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> str:
     tool_choice = options.tool_choice
-    has_block = dialect.reasoning_tokens and all(map(markers.is_token, dialect.reasoning_tokens))
-    reasoning = "reasoning? " if options.reasoning and has_block else ""
+    has_block = bool(dialect.reasoning_tokens) and all(map(markers.is_token, dialect.reasoning_tokens))
+    if options.reasoning == "open" and not has_block:
+        raise OptionError(
+            f'reasoning="open": dialect {dialect.name!r} has no reasoning block with tokenizer '
+            f"{markers.tokenizer.name!r} (its markers {', '.join(dialect.reasoning_tokens) or 'none'} "
+            "must be single special tokens)",
+            argument="reasoning",
+        )
+    # An open block is the prompt's: the output must close it first (calls come after reasoning).
+    reasoning = "reasoning_rest " if options.reasoning == "open" else "reasoning? " if options.reasoning and has_block else ""
     # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
     first, later = dialect.text_calls if tool_choice == "auto" and dialect.text_calls else (None, "call")
 

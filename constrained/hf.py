@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .runtime.constraint import OnViolation, ToolCallConstraint
+from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts
 from .runtime.frame_tracker import prepare_tables
 from .errors import GenerationError
 
@@ -96,7 +96,9 @@ class ToolCallLogitsProcessor:
 
     def _start(self, input_ids: "torch.Tensor") -> ToolCallConstraint:
         batch, length = input_ids.shape
-        self.constraint = ToolCallConstraint(self.compiled, batch, on_violation=self.on_violation)
+        tails = [self.compiled.tokenizer.decode(tail) for tail in input_ids[:, -PROMPT_TAIL:].tolist()]
+        compiled = compiled_for_prompts(self.compiled, tails)
+        self.constraint = ToolCallConstraint(compiled, batch, on_violation=self.on_violation)
         self._length = self._prompt_length = length
         self._prompt_end = input_ids[:, -1].tolist()
         self._last = []

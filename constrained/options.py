@@ -23,6 +23,9 @@ ToolChoice = Union[ToolChoiceMode, str]
 """A mode, or the name of the one tool to call."""
 KeyOrder = Literal["trained", "schema", "alphabetical", "any"]
 BadTools = Literal["leave_out", "raise"]
+Reasoning = Union[bool, Literal["open"]]
+"""``True``: the model may open a reasoning block; ``False``: it writes none;
+``"open"``: the prompt opened one, so the output starts inside it."""
 
 TOOL_CHOICES: tuple[str, ...] = get_args(ToolChoiceMode)
 KEY_ORDERS: tuple[str, ...] = get_args(KeyOrder)
@@ -41,6 +44,15 @@ class Flag:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     always: bool = False
+    values: dict[str, Any] | None = None
+    """The option's values by their command-line spelling, where they are
+    not strings (``--reasoning on``)."""
+
+    def spell(self, value: Any) -> str:
+        """``value`` as the command line writes it."""
+        if self.values is not None:
+            return next(word for word, known in self.values.items() if known == value)
+        return str(value)
 
 
 def option(default: Any, flag: Flag) -> Any:
@@ -60,11 +72,20 @@ def command_line(options: Any) -> str:
     words: list[str] = []
     for option_field in fields(options):
         flag, value = flag_of(option_field), getattr(options, option_field.name)
-        if isinstance(option_field.default, bool):
+        if isinstance(option_field.default, bool) and flag.values is None:
             words += [flag.name] if value != option_field.default else []
         elif value != option_field.default or flag.always:
-            words += [flag.name, shlex.quote(str(value))]
+            words += [flag.name, shlex.quote(flag.spell(value))]
     return " ".join(words)
+
+
+REASONING_VALUES: dict[str, Reasoning] = {"on": True, "off": False, "open": "open"}
+
+
+def check_reasoning(value: Any) -> None:
+    """Raise :class:`OptionError` unless ``value`` is a :data:`Reasoning`."""
+    if not (value is True or value is False or value == "open"):
+        raise OptionError(f'reasoning must be True, False or "open", got {value!r}', argument="reasoning")
 
 
 @dataclass(frozen=True)
@@ -77,8 +98,12 @@ class CompileOptions:
     ``"trained"`` (the family's habit), ``"schema"``, ``"alphabetical"`` or
     ``"any"`` (any order, every required key, no repeats; exact up to 8
     keys). ``strict=False`` follows JSON Schema literally (an object without
-    ``additionalProperties`` stays open). ``reasoning=False`` leaves out the
-    dialect's reasoning block, for a model whose thinking is switched off.
+    ``additionalProperties`` stays open). ``reasoning``: ``True`` lets the
+    model open the dialect's reasoning block before anything else, ``False``
+    leaves the block out (a model whose thinking is off), ``"open"`` says
+    the prompt opened it (the template of a thinking model ends the prompt
+    with ``<think>``): the output starts inside the block, and only its
+    closing leads out, to text or calls as ``tool_choice`` says.
     ``bad_tools``: ``"leave_out"`` a tool that cannot be compiled, or
     ``"raise"`` its error.
     """
@@ -93,7 +118,15 @@ class CompileOptions:
     strict: bool = option(
         True, Flag("--loose", "follow JSON Schema literally: objects without additionalProperties stay open")
     )
-    reasoning: bool = option(True, Flag("--no-reasoning", "leave out the reasoning block"))
+    reasoning: Reasoning = option(
+        True,
+        Flag(
+            "--reasoning",
+            "on: the model may open a reasoning block (default); off: no block; "
+            "open: the prompt opened it, the output starts inside it",
+            values=REASONING_VALUES,
+        ),
+    )
     bad_tools: BadTools = option(
         "leave_out", Flag("--bad-tools", "leave out a tool that cannot be compiled (default), or raise", BAD_TOOLS)
     )
@@ -104,10 +137,11 @@ class CompileOptions:
                 f"tool_choice must be one of {', '.join(TOOL_CHOICES)} or a tool's name, got {self.tool_choice!r}",
                 argument="tool_choice",
             )
-        for name in ("parallel_tool_calls", "strict", "reasoning"):
+        for name in ("parallel_tool_calls", "strict"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise OptionError(f"{name} must be True or False, got {value!r}", argument=name)
+        check_reasoning(self.reasoning)
         _check_choice("key_order", self.key_order, KEY_ORDERS)
         _check_choice("bad_tools", self.bad_tools, BAD_TOOLS)
 

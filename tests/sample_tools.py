@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any, Iterable
 
 from constrained.dialects import DIALECTS
 from constrained.dialects.raw_values import RawValueDialect
@@ -51,3 +52,17 @@ WRITE_FILE = _write_file()
 WRITE_FILE_WITH_MODE = _write_file(mode={"type": "integer"})
 WRITE_FILE_WITH_BOUNDED_MODE = _write_file(mode={"type": "integer", "maximum": 511})
 WRITE_FILE_WITH_OVERWRITE = _write_file(overwrite={"type": "boolean"})
+
+
+def added_up(deltas: Iterable[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str]]]:
+    """What a stream's deltas add up to: the content, and each call's id,
+    name and arguments, less the calls a ``tool_call_errors`` delta took back."""
+    content, calls, failed = "", {}, set()
+    for delta in deltas:
+        content += delta.get("content", "")
+        for call in delta.get("tool_calls", []):
+            if "id" in call:
+                calls[call["index"]] = [call["id"], call["function"]["name"], ""]
+            calls[call["index"]][2] += call["function"]["arguments"]
+        failed.update(error["index"] for error in delta.get("tool_call_errors", []))
+    return content, [tuple(calls[i]) for i in sorted(calls) if i not in failed]

@@ -285,6 +285,8 @@ def test_bare_calls_in_the_parser():
     # one-line and newline drift inside a bare call too
     assert calls("<function=get_weather><parameter=city>Oslo</parameter></function>") == [
         ("get_weather", {"city": "Oslo"})]
+    # the value's </parameter> missing right before </function>
+    assert calls("<function=get_weather>\n<parameter=city>\nParis\n</function>") == [("get_weather", {"city": "Paris"})]
     # fences inside a bare call's value count for nothing outside it
     content = "```python\nprint(1)\n"
     text = render("write_file", {"path": "a.md", "content": content}).removeprefix("<tool_call>\n") + "\n" + TOKENED
@@ -296,7 +298,6 @@ def test_bare_calls_in_the_parser():
     [
         ("```\n" + BARE + "\n```", "fenced code block"),
         ("Use `<function=NAME>` to call a tool.", "expected"),
-        ("<function=get_weather>\n<parameter=city>\nParis\n</function>", "not closed"),
         ("<function=get_weather", "not closed with '>'"),
     ],
 )
@@ -321,6 +322,8 @@ def test_bare_calls_fail_closed(text, reason):
               "</parameter>", "</function>"), {"city": "Tokyo", "state": "TX"}),
         # (only the template's newline on each side is stripped: test_qwen_render_then_parse)
         (qwen("<function=get_weather>", "<parameter=city>", "</parameter>", "</function>"), {"city": ""}),
+        # the last value's </parameter> missing right before </function>
+        (qwen("<function=get_weather>", "<parameter=city>", "Tokyo", "</function>"), {"city": "Tokyo"}),
         # newlines missing or doubled between the tags
         ("<tool_call><function=get_weather><parameter=city>\nA\n</parameter></function></tool_call>", {"city": "A"}),
         ("<tool_call>\n\n<function=get_weather>\n\n<parameter=city>\nA\n</parameter>\n\n\n<parameter=days>\n2\n"
@@ -341,7 +344,6 @@ def test_qwen_lenient_readings(text, arguments):
 @pytest.mark.parametrize(
     "text, reason",
     [
-        (qwen("<function=get_weather>", "<parameter=city>", "Tokyo", "</function>"), "not closed"),
         (qwen("<function=get_weather>", "<parameter=city>Tokyo"), "not closed"),
         (qwen("<function=get_weather>", "<parameter=city", "Tokyo", "</parameter>", "</function>"), "'>'"),
         (qwen("<function=get_weather>", "<parameter=city>", "A", "</parameter>", "and then", "</function>"),

@@ -5,8 +5,6 @@ checked in milliseconds. The real model is in ``test_generation.py``."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import torch
@@ -15,6 +13,8 @@ from constrained import compile_tools, load_tokenizer
 from constrained.runtime.generate import generate
 from constrained.compiler import CompiledTools
 from constrained.tokenizers import Tokenizer
+
+from stand_in_model import StandInModel
 
 NOTE = {
     "name": "note",
@@ -32,40 +32,20 @@ def compiled() -> CompiledTools:
     return compile_tools([NOTE], "gemma4", tok(), tool_choice="note", parallel_tool_calls=False, reasoning=False)
 
 
-@dataclass
-class _Output:
-    logits: torch.Tensor
-    past_key_values: Any
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
-
-
-class ScriptedModel:
+class ScriptedModel(StandInModel):
     """Scores one preferred token per row: a row whose prompt mentions
     "short" closes the string after two ``x``; any other row writes ``x``
-    forever. Counts forward passes and the tokens they were fed."""
-
-    device = torch.device("cpu")
-    generation_config = None
+    forever."""
 
     def __init__(self) -> None:
-        self.fed: list[int] = []
+        super().__init__(tok().vocab_size)
         self.x = tok().encode("x")[0]
         self.quote = tok().token_id('<|"|>')
         self.short = tok().encode(" short")[0]
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
-                use_cache: bool, logits_to_keep: int, past_key_values: Any = None) -> _Output:
-        history = input_ids if past_key_values is None else torch.cat([past_key_values, input_ids], dim=1)
-        self.fed.append(input_ids.shape[1])
-        logits = torch.zeros(input_ids.shape[0], 1, tok().vocab_size)
-        for row, ids in enumerate(history.tolist()):
-            closes = self.short in ids and ids[-2:] == [self.x, self.x]
-            logits[row, 0, self.quote if closes else self.x] = 10.0
-        return _Output(logits, history)
-
-    __call__ = forward
+    def preferences(self, ids: list[int]) -> dict[int, float]:
+        closes = self.short in ids and ids[-2:] == [self.x, self.x]
+        return {self.quote if closes else self.x: 10.0}
 
 
 def test_a_row_out_of_budget_stops_cleanly_while_others_finish() -> None:

@@ -290,7 +290,7 @@ def test_cli_generate_runs_a_local_model_folder_with_its_chat_template(
     assert "--dialect" in capsys.readouterr().err
     code = main(["generate", str(MCP / "time.tools.json"), "--model", str(tmp_path), "--dialect", "gemma4",
                  "--prompt", "What time is it now in Tokyo? The timezone is Asia/Tokyo.",
-                 "--tool-choice", "get_current_time", "--no-reasoning", "--max-new-tokens", "64"])
+                 "--tool-choice", "get_current_time", "--reasoning", "off", "--max-new-tokens", "64"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == tmp_path.name and out["errors"] == []

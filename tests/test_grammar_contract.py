@@ -104,7 +104,10 @@ def test_the_call_runs_between_the_scanners_markers(name):
     assert call.startswith(dialect.call_open + " ") and call.endswith(" " + dialect.call_close)
     if dialect.reasoning_tokens:
         opening, closing = dialect.reasoning_tokens
-        assert rules["reasoning"].startswith(opening + " ") and closing in _tokens(rules["reasoning"], "special")
+        label = f"{literal(dialect.reasoning_label)} " if dialect.reasoning_label else ""
+        # A block is its opening, the label the parser reads, then the rest a prompt may have opened.
+        assert rules["reasoning"] == f"{opening} {label}reasoning_rest"
+        assert closing in _tokens(rules["reasoning_rest"], "special") and opening not in _tokens(rules["reasoning_rest"], "special")
 
 
 @pytest.mark.parametrize("name", NAMES)

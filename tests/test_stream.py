@@ -118,7 +118,7 @@ def test_reasoning_is_not_streamed_as_content():
     text = "<think>\nplan\n</think>\n\nDone."
     parser, deltas = stream(text, "qwen3_coder", random.Random(2))
     content, _, _ = collect(deltas)
-    assert content == "\n\nDone."
+    assert content == "Done."
     assert parser.result is not None and parser.result.reasoning == "\nplan\n"
 
 

@@ -20,7 +20,7 @@ import pytest
 from constrained import ToolCallStreamParser, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS
 
-from sample_tools import WRITE_FILE_WITH_MODE
+from sample_tools import WRITE_FILE_WITH_MODE, added_up
 
 EDIT = {
     "name": "edit",
@@ -91,20 +91,6 @@ def stream(dialect: str, text: str, step: int) -> tuple[ToolCallStreamParser, li
     return parser, fed + [(len(text), parser.close())]
 
 
-def added_up(fed: list[tuple[int, list[dict[str, Any]]]]) -> tuple[str, list[tuple[str, str, str]]]:
-    """The content, and each call's id, name and arguments, as the deltas add up."""
-    content, calls, failed = "", {}, set()
-    for _, deltas in fed:
-        for delta in deltas:
-            content += delta.get("content", "")
-            for call in delta.get("tool_calls", []):
-                if "id" in call:
-                    calls[call["index"]] = [call["id"], call["function"]["name"], ""]
-                calls[call["index"]][2] += call["function"]["arguments"]
-            failed.update(error["index"] for error in delta.get("tool_call_errors", []))
-    return content, [tuple(calls[i]) for i in sorted(calls) if i not in failed]
-
-
 @pytest.mark.parametrize("step", [1, 3, 7])
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 def test_long_values_full_of_markup_stream_as_the_parser_reads_them(dialect, step):
@@ -112,7 +98,7 @@ def test_long_values_full_of_markup_stream_as_the_parser_reads_them(dialect, ste
     text = rendered(dialect, calls, before="Writing <b>it</b> now ```\n", after="\nDone: <tool")
     expected = parse_tool_calls(text, TOOLS, dialect)
     parser, fed = stream(dialect, text, step)
-    content, streamed = added_up(fed)
+    content, streamed = added_up(delta for _, deltas in fed for delta in deltas)
     assert content == expected.content
     assert streamed == [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in expected.tool_calls]
     assert parser.result == expected
@@ -172,9 +158,11 @@ def shapes(dialect: str, size: int) -> dict[str, str]:
         "marker in prose": f"Say {chosen.call_open} is a tag.\n" + "More prose, no call.\n" * (size // 21),
         "many calls": (small + "\n") * (size // (len(small) + 1)),
     }
-    if chosen.reasoning_block() is not None:
-        opening, closing = chosen.reasoning_block()
-        texts["reasoning"] = f"{opening}{markup(size, 7)}{closing}\nDone."
+    block = chosen.reasoning_block()
+    if block is not None:
+        texts["reasoning"] = f"{block.opening}{block.label}{markup(size, 7)}{block.closing}\nDone."
+        if block.interleaved:  # a later block, after some text
+            texts["later reasoning"] = f"Let me look.{block.opening}{markup(size, 9)}{block.closing}Done."
     if chosen.bare_call_ends:  # a call whose opening marker the model left out
         texts["bare call"] = rendered(dialect, [write_file(markup(size, 8))])[len(chosen.call_open) :]
     return texts

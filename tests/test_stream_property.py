@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from constrained import ToolCallStreamParser, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS
+from constrained.options import Reasoning
 
 from sample_tools import WEATHER, WRITE_FILE
 
@@ -75,15 +76,20 @@ def pieces(draw, dialect: str) -> str:
     if kind == "marker":
         marker = draw(st.sampled_from(["<tool_call>", chosen.call_open, chosen.call_close]))
         return draw(st.sampled_from([f"Say {marker} is a tag.", marker, f"{marker}\n"]))
-    if kind == "reasoning" and chosen.reasoning_block() is not None:
-        opening, closing = chosen.reasoning_block()
-        return f"{opening}{draw(PROSE)}{closing}"
+    block = chosen.reasoning_block()
+    if kind == "reasoning" and block is not None:
+        shape = draw(st.sampled_from(["closed", "closed", "unclosed", "closing"]))
+        if shape == "closing":  # a lone closing marker, or the end of a block the prompt opened
+            return block.closing
+        label = draw(st.sampled_from(["", block.label]))
+        return f"{block.opening}{label}{draw(PROSE)}" + (block.closing if shape == "closed" else "")
     return draw(PROSE)
 
 
 @st.composite
-def outputs(draw) -> tuple[str, str, list[str]]:
+def outputs(draw) -> tuple[str, str, list[str], Reasoning]:
     dialect = draw(st.sampled_from(sorted(DIALECTS)))
+    reasoning: Reasoning = draw(st.sampled_from([True, "open"])) if DIALECTS[dialect].reasoning_block() else True
     parts = draw(st.lists(pieces(dialect), min_size=1, max_size=5))
     text = draw(st.sampled_from(["", "\n", " "])).join(parts)
     if draw(st.booleans()):
@@ -91,18 +97,18 @@ def outputs(draw) -> tuple[str, str, list[str]]:
     else:
         cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=12))))
     bounds = [0, *cuts, len(text)]
-    return dialect, text, [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return dialect, text, [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a], reasoning
 
 
-def streamed(dialect: str, parts: list[str]):
-    parser = ToolCallStreamParser(TOOLS, dialect)
+def streamed(dialect: str, parts: list[str], reasoning: Reasoning = True):
+    parser = ToolCallStreamParser(TOOLS, dialect, reasoning=reasoning)
     deltas = [delta for part in parts for delta in parser.feed(part)] + parser.close()
     return parser, deltas
 
 
-def check(dialect: str, text: str, parts: list[str]) -> None:
-    expected = parse_tool_calls(text, TOOLS, dialect)
-    parser, deltas = streamed(dialect, parts)
+def check(dialect: str, text: str, parts: list[str], reasoning: Reasoning = True) -> None:
+    expected = parse_tool_calls(text, TOOLS, dialect, reasoning=reasoning)
+    parser, deltas = streamed(dialect, parts, reasoning)
     content, calls, failed = "", {}, set()
     for delta in deltas:
         content += delta.get("content", "")

@@ -25,6 +25,7 @@ from vllm.v1.worker.gpu.sample.logits_processor.loader import _load_v2_logitspro
 from constrained import load_tokenizer, render_tool_calls
 from constrained.errors import OptionError
 from constrained.runtime.constraint import ToolCallConstraint
+from constrained.options import Reasoning
 from constrained.runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
 from constrained.vllm import ToolCallLogitsProcessor
 
@@ -74,10 +75,10 @@ def request_states() -> Any:
     )
 
 
-def params(*tools: dict[str, Any], choice: str = "required") -> SamplingParams:
+def params(*tools: dict[str, Any], choice: str = "required", reasoning: Reasoning = True) -> SamplingParams:
     if not tools:
         return SamplingParams(max_tokens=64)
-    described = ToolsRequest("qwen3_coder", list(tools), tool_choice=choice)
+    described = ToolsRequest("qwen3_coder", list(tools), tool_choice=choice, reasoning=reasoning)
     return SamplingParams(max_tokens=64, extra_args={EXTRA_ARGS_KEY: described.to_json()})
 
 
@@ -86,12 +87,12 @@ def call_tokens(spec: dict[str, Any]) -> list[int]:
     return tok().encode(render_tool_calls([{"name": name, "arguments": CALLS[name]}], [spec], "qwen3_coder"))
 
 
-def reference(spec: dict[str, Any] | None, output: list[int], width: int) -> np.ndarray | None:
+def reference(spec: dict[str, Any] | None, output: list[int], width: int, reasoning: Reasoning = True) -> np.ndarray | None:
     """The tokens the library allows after ``output`` for a request with
     ``spec`` alone (None: a request without tools)."""
     if spec is None:
         return None
-    compiled = ToolsRequest("qwen3_coder", [spec], tool_choice="required").compile(tok())
+    compiled = ToolsRequest("qwen3_coder", [spec], tool_choice="required", reasoning=reasoning).compile(tok())
     constraint = ToolCallConstraint(compiled, 1)
     constraint.consume_row(0, output)
     logits = torch.zeros(1, width)
@@ -102,9 +103,12 @@ def reference(spec: dict[str, Any] | None, output: list[int], width: int) -> np.
 class Request:
     """One request in a slot: its prompt, what it will sample, what it has."""
 
-    def __init__(self, slot: int, spec: dict[str, Any] | None, prompt_len: int, generated: int = 0) -> None:
-        self.slot, self.spec, self.prompt_len = slot, spec, prompt_len
-        self.target = call_tokens(spec if spec is not None else WEATHER)
+    def __init__(
+        self, slot: int, spec: dict[str, Any] | None, prompt_len: int, generated: int = 0, reasoning: Reasoning = True
+    ) -> None:
+        self.slot, self.spec, self.prompt_len, self.reasoning = slot, spec, prompt_len, reasoning
+        thought = tok().encode("The sum, then.</think>\n\n") if reasoning == "open" else []
+        self.target = thought + call_tokens(spec if spec is not None else WEATHER)
         self.output = self.target[:generated]
 
     def row_inputs(self) -> tuple[int, int]:
@@ -130,7 +134,9 @@ class V2Batch:
         self.states.prefill_len.np[slot] = request.prompt_len + len(request.output)
         history = [7] * request.prompt_len + request.output
         self.states.all_token_ids.gpu[slot, : len(history)] = torch.tensor(history, dtype=torch.int32)
-        added = self.processor.add_request(slot, params(request.spec) if request.spec else params())
+        added = self.processor.add_request(
+            slot, params(request.spec, reasoning=request.reasoning) if request.spec else params()
+        )
         self.processor.apply_staged_writes()
         return added
 
@@ -155,7 +161,7 @@ class V2Batch:
         assert out is logits
         for row, slot in enumerate(order):
             request = self.requests[slot]
-            expected = reference(request.spec, request.output, self.width)
+            expected = reference(request.spec, request.output, self.width, request.reasoning)
             chunk = slot in (extra or {})
             if expected is None or chunk:
                 assert torch.equal(logits[row], before[row]), (slot, "a row the processor must leave alone")
@@ -188,6 +194,22 @@ def test_v2_rows_in_a_new_order_each_step_are_masked_as_their_requests_alone():
         shuffle.shuffle(order)
         batch.step(order, generator)
         batch.sample(order)
+
+
+def test_v2_a_request_whose_prompt_opened_the_reasoning_block_is_masked_as_one():
+    """The front end says the prompt opened the block (``reasoning="open"``):
+    the row's first masks let only text and ``</think>`` out of it, then the
+    call, exactly as the library's constraint for that request."""
+    batch = V2Batch()
+    assert batch.join(Request(4, ADD, prompt_len=7, reasoning="open"))
+    assert batch.join(Request(1, WEATHER, prompt_len=5))
+    generator = torch.Generator().manual_seed(3)
+    first = reference(ADD, [], batch.width, "open")
+    assert first is not None and first[tok().token_id("</think>")] and not first[tok().token_id("<tool_call>")]
+    for _ in range(len(batch.requests[4].target) + 1):
+        batch.step([1, 4], generator)
+        batch.sample([1, 4])
+    assert batch.requests[4].output == batch.requests[4].target
 
 
 def test_v2_a_recycled_slot_is_reinitialized():

@@ -85,3 +85,44 @@ def test_whole_and_streamed_outputs_give_the_exact_arguments(dialect):
     assert names == ["write_file"]
     assert json.loads(arguments) == ARGUMENTS
     assert content == "Writing it.\n"
+
+
+GLM_THINKING_TEMPLATE = (
+    "[gMASK]<sop>{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{{ '</think>' if enable_thinking is defined and not enable_thinking "
+    "else '<think>' }}{% endif %}"
+)
+"""A thinking template in GLM-4.7's manner: the generation prompt opens the
+reasoning block, or, with thinking off, closes it at once."""
+
+
+@pytest.mark.parametrize("template_kwargs, reasoning", [({}, "open"), ({"enable_thinking": False}, False)])
+def test_the_request_carries_what_its_chat_templates_prompt_says_about_reasoning(template_kwargs, reasoning):
+    """Found by the plug-in from the template's generation prompt, with no
+    flag: the logits processor then lets the output start inside the block."""
+    request = chat("auto")
+    request.chat_template = GLM_THINKING_TEMPLATE
+    request.chat_template_kwargs = template_kwargs
+    composed = ParserManager.get_parser(tool_parser_name="constrained_glm47", enable_auto_tools=True)
+    assert composed is not None
+    adjusted = composed(load_tokenizer("qwen3").hf, request.tools).adjust_request(request)
+    assert ToolsRequest.from_json(adjusted.vllm_xargs[EXTRA_ARGS_KEY]).reasoning == reasoning
+
+
+def test_content_after_vllms_reasoning_parser_is_read_as_it_stands():
+    """With ``--reasoning-parser``, vLLM removes the reasoning before the tool
+    parser reads the content: a request whose prompt opened the block reads
+    that content as content, not as more reasoning."""
+    request = chat("auto")
+    request.chat_template = GLM_THINKING_TEMPLATE
+    composed = ParserManager.get_parser(
+        tool_parser_name="constrained_qwen3_coder", reasoning_parser_name="qwen3", enable_auto_tools=True
+    )
+    assert composed is not None
+    parser = composed(load_tokenizer("qwen3").hf, request.tools)
+    text = "Plan: write it.\n</think>\n\nWriting it.\n" + render_tool_calls(
+        [{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], "qwen3_coder"
+    )
+    reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True)
+    assert reasoning == "Plan: write it.\n" and (content or "").strip() == "Writing it."
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("write_file", ARGUMENTS)]

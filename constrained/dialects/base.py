@@ -9,12 +9,13 @@ one ``.lark`` file.
 
 from __future__ import annotations
 
+import copy
 import json
 from abc import ABC, abstractmethod
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, OptionError
 from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..grammar.lark import literal
 from ..grammar.emitter import ValueEmitter
@@ -22,9 +23,10 @@ from ..grammar.syntax import ValueSyntax
 from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames, union_branch
 from ..tokenizers import Tokenizer
-from .segments import CallSegment, Partial, Segment, Value, scan
+from .segments import CallSegment, Partial, ReasoningBlock, Segment, Value, scan
 
 if TYPE_CHECKING:
+    from ..options import Reasoning
     from .raw_values import RawTextSyntax
 
 
@@ -73,9 +75,23 @@ class Dialect(ABC):
     begins) and the rule of any later call, or ``None``."""
     call_open: ClassVar[str] = "<tool_call>"
     call_close: ClassVar[str] = "</tool_call>"
-    reasoning_markers: ClassVar[tuple[str, str] | None] = None
-    """The text around a reasoning block, for the parser, where it is more
-    than the two :attr:`reasoning_tokens`."""
+    reasoning_label: ClassVar[str] = ""
+    """Text the family writes right after the reasoning opening and that is
+    not reasoning (Gemma's ``thought\n``): the grammar writes it, the parser
+    reads it when it is there."""
+    interleaved_reasoning: ClassVar[bool] = False
+    """Whether the parser reads a complete reasoning block after some text
+    (before a call) as reasoning too; the grammar writes one leading block."""
+    lone_reasoning_closing: ClassVar[bool] = False
+    """Whether the parser reads a reasoning closing marker with no block open
+    as the end of an empty block (the marker is not content)."""
+    prompt_opens_reasoning: ClassVar[bool] = False
+    """Whether the family's thinking templates end the generation prompt
+    inside the reasoning block (then :meth:`chat_prompt` does too, when
+    asked for reasoning ``"open"``)."""
+    reasoning_opened: bool = False
+    """Whether the text this dialect reads starts inside a reasoning block
+    the prompt opened (see :meth:`opened`)."""
     argument_key: ClassVar[str | None] = None
     """Regex of an argument key written in the call's own markup (XML-style
     dialects), for keys that are not declared and for the declared ones'
@@ -104,12 +120,16 @@ class Dialect(ABC):
         opening and closing."""
         return (self.call_open, self.call_close)
 
-    def chat_prompt(self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool]) -> str:
+    def chat_prompt(
+        self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool], reasoning: "Reasoning" = True
+    ) -> str:
         """A prompt in the family's own turn format, for a model whose
         tokenizer has no chat template: the tool declarations as the system
         turn, the messages (an assistant's earlier ``tool_calls`` written
         after its content as the model writes them), and the opening of the
-        assistant's turn."""
+        assistant's turn, then the reasoning opening where the family's
+        thinking template writes it (:attr:`prompt_opens_reasoning`, with
+        ``reasoning`` on) or ``reasoning`` is ``"open"``."""
         system = [{"role": "system", "content": self.declare_tools(tools)}] if tools else []
         by_name = {tool.name: tool for tool in tools}
         text = self.chat_prefix
@@ -120,7 +140,11 @@ class Dialect(ABC):
             body += "".join(self._history_call(call, by_name) for call in message.get("tool_calls") or ())
             text += self.chat_turn.format(role=self.chat_roles.get(role, role), text=body)
         opening = self.chat_turn.split("{text}")[0]
-        return text + opening.format(role=self.chat_roles.get("assistant", "assistant"))
+        text += opening.format(role=self.chat_roles.get("assistant", "assistant"))
+        block = self.reasoning_block()
+        if block is not None and (reasoning == "open" or (reasoning is True and self.prompt_opens_reasoning)):
+            text += block.opening + (block.label or "\n")
+        return text
 
     def _history_call(self, call: Mapping[str, Any], tools: Mapping[str, NormalizedTool]) -> str:
         """An earlier call of the conversation (OpenAI ``tool_calls`` entry,
@@ -201,12 +225,49 @@ class Dialect(ABC):
         precomputed raw-text masks), or ``None``: values are not raw text."""
         return None
 
-    def reasoning_block(self) -> tuple[str, str] | None:
-        """The text that opens and closes a reasoning block, or ``None``."""
-        if self.reasoning_markers is not None:
-            return self.reasoning_markers
+    def reasoning_block(self) -> ReasoningBlock | None:
+        """How reasoning is marked in this dialect's output, or ``None``."""
         tokens = self.reasoning_tokens
-        return (tokens[0], tokens[1]) if len(tokens) == 2 else None
+        if len(tokens) != 2:
+            return None
+        return ReasoningBlock(
+            tokens[0],
+            tokens[1],
+            label=self.reasoning_label,
+            opened=self.reasoning_opened,
+            interleaved=self.interleaved_reasoning,
+            lone_closing=self.lone_reasoning_closing,
+        )
+
+    def reading(self, reasoning: "Reasoning") -> "Dialect":
+        """This dialect reading output generated with ``reasoning`` (see
+        :class:`~constrained.options.CompileOptions`): a copy that reads the
+        text as starting inside a reasoning block when it is ``"open"``."""
+        opened = reasoning == "open"
+        if opened == self.reasoning_opened:
+            return self
+        if opened and self.reasoning_block() is None:
+            raise OptionError(f'reasoning="open": dialect {self.name!r} has no reasoning block', argument="reasoning")
+        bound = copy.copy(self)
+        bound.reasoning_opened = opened
+        return bound
+
+    def prompt_reasoning(self, prompt: str) -> "Reasoning | None":
+        """What a rendered prompt's tail says about reasoning: ``"open"``
+        when it ends inside a reasoning block (the opening, its label and
+        whitespace after the last closing), ``False`` when it ends with a
+        closed block (a template with thinking off writes an empty one), or
+        ``None`` when it says nothing."""
+        block = self.reasoning_block()
+        if block is None:
+            return None
+        tail = prompt.rstrip()
+        label = block.label.strip()
+        if tail.endswith(block.opening) or (label and tail.endswith(block.opening + label)):
+            return "open"
+        if tail.endswith(block.closing):
+            return False
+        return None
 
     def scan(self, text: str, start: int = 0, fenced: bool = False) -> Iterator[Segment | CallSegment]:
         """Model text as reasoning, plain text and call segments (from

@@ -2,8 +2,10 @@
 syntax: bare keys, strings between delimiter tokens with no escaping, bare
 scalars, ``{k:v}`` objects and ``[a,b]`` arrays without spaces. The official
 template renders keys sorted, which is the trained key order. The parser
-also reads keys wrapped in the string delimiter, at any depth (drift seen
-from Gemma 4; the grammar keeps writing bare keys)."""
+also reads drift seen from Gemma 4, at any depth (the grammar keeps writing
+the template's form): keys wrapped in the string delimiter, a string whose
+opening delimiter is missing, and spaces after the ``,`` between members
+and items."""
 
 from __future__ import annotations
 
@@ -81,7 +83,9 @@ class Gemma4(Dialect):
     chat_turn = "<|turn>{role}\n{text}<turn|>\n"
     chat_roles = {"assistant": "model"}
     reasoning_tokens: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
-    reasoning_markers: ClassVar[tuple[str, str] | None] = ("<|channel>thought\n", "<channel|>")
+    reasoning_label: ClassVar[str] = "thought\n"
+    interleaved_reasoning: ClassVar[bool] = True
+    lone_reasoning_closing: ClassVar[bool] = True
     thinks_by_default = False  # Gemma 4's template turns thinking on only with enable_thinking
     call_separator = ""
 
@@ -200,7 +204,7 @@ class Gemma4(Dialect):
             if pairs:
                 if not body.startswith(",", member):
                     return Partial(name, pairs, resume_at=member)
-                reader.position += 1
+                reader.separator(place)
             try:
                 key = reader.key(place)
             except Malformed:
@@ -250,7 +254,9 @@ class FunctionGemma(Gemma4):
     chat_turn = "<start_of_turn>{role}\n{text}<end_of_turn>\n"
     chat_roles = {"assistant": "model", "system": "developer"}
     reasoning_tokens = ()
-    reasoning_markers = None
+    reasoning_label = ""
+    interleaved_reasoning = False
+    lone_reasoning_closing = False
     declaration_markers = ("<start_function_declaration>", "<end_function_declaration>")
 
 
@@ -299,17 +305,27 @@ class _Place:
                 yield frame
 
     @cached_property
-    def colon_keys(self) -> list[str]:
-        """The declared keys here that hold ``:``, longest first: declared
-        properties and the keys of enum/const objects (worked out once for
-        all the members of an object)."""
+    def declared_keys(self) -> frozenset[str]:
+        """The keys declared here: declared properties and the keys of
+        enum/const objects (worked out once for all the members of an object)."""
         keys: set[str] = set()
         for frame in self.options():
             if isinstance(frame, ObjectFrame):
-                keys.update(key for key, _ in frame.properties if ":" in key)
+                keys.update(key for key, _ in frame.properties)
             elif isinstance(frame, EnumFrame):
-                keys.update(key for value in frame.values if isinstance(value, dict) for key in value if ":" in key)
-        return sorted(keys, key=len, reverse=True)
+                keys.update(key for value in frame.values if isinstance(value, dict) for key in value)
+        return frozenset(keys)
+
+    @cached_property
+    def colon_keys(self) -> list[str]:
+        """The declared keys here that hold ``:``, longest first."""
+        return sorted((key for key in self.declared_keys if ":" in key), key=len, reverse=True)
+
+    @cached_property
+    def spaced_keys(self) -> tuple[str, ...]:
+        """The declared keys here that start with a space: after a ``,``,
+        such a key keeps its space (see :meth:`_ValueReader.separator`)."""
+        return tuple(key for key in self.declared_keys if key.startswith(" "))
 
     def member(self, key: str) -> _Place:
         """The place of the value of ``key`` in an object here."""
@@ -365,12 +381,29 @@ class _ValueReader:
             key = self.key(place)
             members.append((key, self.value(place.member(key))))
             if self.text.startswith(",", self.position):
-                self.position += 1
+                self.separator(place)
             elif self.text.startswith("}", self.position):
                 self.position += 1
                 return members
             else:
                 raise self.fail("',' or '}'")
+
+    def separator(self, place: _Place | None = None) -> None:
+        """Past the ``,`` at the current position, and the spaces after it:
+        models write ``, `` between members and items (drift; the grammar
+        writes ``,``). No bare key or value starts with a space, so the
+        spaces belong to the separator, unless a key declared in the object
+        at ``place`` starts with them and follows (then it is that key, as
+        the grammar writes it)."""
+        self.position += 1
+        end = self.position
+        while self.text.startswith(" ", end):
+            end += 1
+        if end == self.position or place is not None and any(
+            self.text.startswith(f"{key}:", self.position) for key in place.spaced_keys
+        ):
+            return
+        self.position = end
 
     def key(self, place: _Place) -> str:
         """A key and its ``:``: the longest key declared here that the text
@@ -396,7 +429,8 @@ class _ValueReader:
         self.position = colon + 1
         return key
 
-    def value(self, place: _Place) -> Any:
+    def value(self, place: _Place, item: bool = False) -> Any:
+        """The value at the current position (an array's item when ``item``)."""
         text, start = self.text, self.position
         if text.startswith(self.delimiter, start):
             end = text.find(self.delimiter, start + len(self.delimiter))
@@ -412,15 +446,49 @@ class _ValueReader:
             return dict(members)
         if text.startswith("[", start):
             return self.array(place)
-        for word, meaning in (("true", True), ("false", False), ("null", None)):
-            if text.startswith(word, start):
-                self.position += len(word)
-                return meaning
-        number = _NUMBER.match(text, start)
-        if number is None:
+        scalar = self.scalar(start)
+        if scalar is not None and (scalar[1] == len(text) or text[scalar[1]] in _VALUE_ENDS):
+            self.position = scalar[1]
+            return scalar[0]
+        unopened = self.unopened_string(start, item)
+        if unopened is not None:
+            return unopened
+        if scalar is None:
             raise self.fail("a value")
-        self.position = number.end()
-        return json.loads(number.group())
+        self.position = scalar[1]
+        return scalar[0]
+
+    def scalar(self, start: int) -> tuple[Any, int] | None:
+        """The bare scalar (``true``, ``false``, ``null`` or a number) at
+        ``start`` and where it ends, or ``None``."""
+        for word, meaning in (("true", True), ("false", False), ("null", None)):
+            if self.text.startswith(word, start):
+                return meaning, start + len(word)
+        number = _NUMBER.match(self.text, start)
+        return None if number is None else (json.loads(number.group()), number.end())
+
+    def unopened_string(self, start: int, item: bool) -> str | None:
+        """A string whose opening delimiter the model left out (drift seen
+        from Gemma 4: ``city:Paris<|"|>``), read where no value the grammar
+        writes starts at ``start`` (or a bare scalar there runs into more
+        text): the text up to the next delimiter, when a ``,``, ``}`` or
+        ``]`` follows that delimiter. Not read (``None``) where the text
+        could also be more than one value: in an array, when it holds a
+        ``,``; in an object, when it holds a ``,`` and then a key and its
+        ``:`` (``start:2025,end:<|"|>...``); nor when it starts with
+        whitespace (``key: text``: whether the space is the string's is
+        not known) or with what ends a value (``key:}<|"|>``)."""
+        end = self.text.find(self.delimiter, start)
+        after = end + len(self.delimiter)
+        if end <= start or after >= len(self.text) or self.text[after] not in _VALUE_ENDS:
+            return None
+        string = self.text[start:end]
+        if string[0].isspace() or string[0] in _VALUE_ENDS:
+            return None  # an empty value and then more, or a space that may be the string's or not
+        if ("," in string) if item else _MEMBER_START.search(string) is not None:
+            return None
+        self.position = after
+        return string
 
     def array(self, place: _Place) -> list[Any]:
         self.position += 1
@@ -429,9 +497,9 @@ class _ValueReader:
             self.position += 1
             return items
         while True:
-            items.append(self.value(place.item(len(items))))
+            items.append(self.value(place.item(len(items)), item=True))
             if self.text.startswith(",", self.position):
-                self.position += 1
+                self.separator()
             elif self.text.startswith("]", self.position):
                 self.position += 1
                 return items
@@ -444,3 +512,8 @@ _UNWRITABLE = "{}[],<"
 _KEY_STOPS = ":" + _UNWRITABLE
 """Characters a bare key (one not declared with a ``:``) may not hold."""
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_VALUE_ENDS = ",}]"
+"""What may follow a value: the next member or item, or the end of its object or array."""
+_MEMBER_START = re.compile(r",[^:{}\[\],<]+:")
+"""A ``,`` then a bare key and its ``:``: where a text holding it could be
+two members of an object."""

@@ -5,11 +5,15 @@ No value (raw or JSON, at any depth) holds ``</arg_value>``: a value ends at
 the first one, in both layouts. The parser reads either layout (each
 newline optional, whitespace between the tags), and a raw value whose
 ``</arg_value>`` is missing ends at the next ``<arg_key>`` (a guard, which
-no raw value may hold).
+no raw value may hold). A value of a parameter that must be an array or
+an object, written with every quote escaped (``[\\"a\\", \\"b\\"]``: the
+JSON text encoded as a JSON string's contents, seen from GLM models), is
+read as the JSON it encodes.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -19,16 +23,19 @@ from ..grammar.regex import escape
 from ..grammar.emitter import ValueEmitter
 from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from ..frames.toolset import NormalizedTool
+from ..frames.types import json_types
+from ..frames.accepts import member_frames
 from .base import Markers
 from .raw_values import (
     RawTextSyntax,
     RawValueDialect,
     RawValues,
+    contested_keys,
     ends_pattern,
     raw_text,
     skip_space,
 )
-from .segments import Malformed, MarkedText, Partial, Raw, Value, held_back_all
+from .segments import Malformed, MarkedText, Parsed, Partial, Raw, Value, held_back_all
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and
 # writability checks below are made from these.
@@ -53,6 +60,7 @@ class Glm45(RawValueDialect):
     chat_prefix = "[gMASK]<sop>"
     chat_turn = "<|{role}|>\n{text}"
     reasoning_tokens = ("<think>", "</think>")
+    interleaved_reasoning = True
     newline = "\n"
     any_guard = re.compile(re.escape(OPEN_KEY))
 
@@ -65,6 +73,7 @@ class Glm45(RawValueDialect):
         values = self._values(markers, newline)
         key_open = markers(OPEN_KEY)
         key_close = f"{markers(CLOSE_KEY)}{newline} {markers(OPEN_VALUE)}"
+        contested = contested_keys(tool)
         bodies = []
         for frame in self.argument_objects(tool):
             extra = emitter.additional_member(
@@ -77,7 +86,7 @@ class Glm45(RawValueDialect):
             members = emitter.members(
                 frame,
                 lambda key, value: f"{key_open} {literal(key)} {key_close} "
-                + values.value(value, emitter, f"/properties/{key}"),
+                + values.value(value, emitter, f"/properties/{key}", key in contested),
                 "",
                 extra,
                 "",
@@ -175,7 +184,7 @@ class Glm45(RawValueDialect):
                 tail = MarkedText(ends, markers, body[start + len(held) :])
                 return Partial(name, pairs, key, held, resume_at=position, open_value=tail)
             if match.lastgroup == "close":
-                pairs.append((key, Raw(body[start : match.start()])))
+                pairs.append((key, self._value(name, key, body[start : match.start()])))
                 position = match.end()
             elif match.start() == start:
                 raise Malformed(f"the value of {key!r} is missing before the next key", name)
@@ -184,8 +193,56 @@ class Glm45(RawValueDialect):
                 position = match.start()
         return Partial(name, pairs, resume_at=position)
 
+    def _value(self, name: str, key: str, text: str) -> Value:
+        """A value closed by ``</arg_value>``: raw text, typed later by its
+        parameter's frame. Except GLM's drift ``[\\"a\\"]``: for a parameter
+        that is never a string and may be an array or an object (see
+        :meth:`_structured`), text that is no JSON as it stands but, with
+        every quote escaped, the contents of a JSON string whose text is a
+        JSON array or object is read as that array or object. A parameter
+        that may be a string keeps the text as it is."""
+        if '\\"' not in text or not self.cached(("structured", name, key), lambda: self._structured(name, key)):
+            return Raw(text)
+        return Raw(text) if (decoded := _escaped_json(text)) is None else Parsed(decoded)
+
+    def _structured(self, name: str, key: str) -> bool:
+        """Whether the value of ``key`` in a call of ``name`` may be an array
+        or an object, and never a string."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return False
+        definitions = tool.schema.definitions
+        frames = [frame for obj in self.argument_objects(tool) for frame in member_frames(obj, key) or ()]
+        types = frozenset().union(*(json_types(frame, definitions) for frame in frames))
+        return "string" not in types and bool(types & {"array", "object"})
+
+
+def _escaped_json(text: str) -> list[Any] | dict[str, Any] | None:
+    """The array or object whose JSON text ``text`` is as a JSON string's
+    contents (every quote escaped), or ``None`` when it is not that: JSON
+    as it stands, a quote not escaped, or contents that decode to no JSON
+    array or object."""
+    if text != text.strip(" \t\n\r"):
+        return None
+    try:
+        json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return None  # JSON as it stands: read as written
+    try:
+        decoded = json.loads(json.loads(f'"{text}"'), parse_constant=_no_constant)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, (list, dict)) else None
+
+
+def _no_constant(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
+
 
 class Glm47(Glm45):
     name = "glm47"
+    prompt_opens_reasoning = True
     newline = ""
     call_separator = ""

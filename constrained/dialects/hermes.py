@@ -4,8 +4,8 @@ The arguments are ordinary JSON (strings escaped), written as ``json.dumps``
 writes them, and constrained by the tool's frames. The parser also reads
 what models drift to where the reading is unambiguous: the object on the
 markers' line or with other whitespace around it, a last call cut off
-before ``</tool_call>`` whose object is complete, and arguments given as a
-JSON-encoded string.
+before ``</tool_call>`` whose object is complete, arguments given as a
+JSON-encoded string, and a call without ``"arguments"`` (no arguments).
 """
 
 from __future__ import annotations
@@ -47,12 +47,15 @@ class Hermes(Dialect):
         ``NaN``/``Infinity``, is malformed (JSON readers disagree on them).
         Arguments given as a JSON-encoded string are read as the object it
         decodes to (:class:`Decoded`), and are malformed when it decodes to
-        anything else."""
+        anything else. A call without ``"arguments"`` (``{"name": "now"}``,
+        models write it for tools without parameters) has no arguments:
+        the parser then accepts it only for a tool whose parameters accept
+        ``{}``."""
         call = _object(body, "the call")
         name = call.get("name")
-        if not isinstance(name, str) or set(call) != {"name", "arguments"}:
+        if not isinstance(name, str) or set(call) - {"arguments"} != {"name"}:
             raise Malformed('expected exactly {"name": ..., "arguments": {...}}', name if isinstance(name, str) else None)
-        arguments = call["arguments"]
+        arguments = call.get("arguments", {})
         if isinstance(arguments, str):
             decoded = _object(arguments, "the arguments, a JSON-encoded string,", name)
             return name, [(key, Decoded(value)) for key, value in decoded.items()]

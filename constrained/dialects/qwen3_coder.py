@@ -8,7 +8,8 @@ with Python's ``str()``, so top-level booleans and nulls may also be written
 
 Model drift the parser reads (the grammar writes only the template's form):
 a value whose ``</parameter>`` is missing, ended by a line that opens the
-next parameter (a guard, see :class:`RawValueDialect`); values on one
+next parameter (a guard, see :class:`RawValueDialect`) or by the call's
+``</function>``; values on one
 line (``<parameter=city>Tokyo</parameter>``); missing or extra newlines
 between the tags; and a call whose ``<tool_call>`` is missing (a bare
 ``<function=NAME>`` block in the text, which the grammar under ``auto``
@@ -31,12 +32,25 @@ from .raw_values import (
     RawTextSyntax,
     RawValueDialect,
     RawValues,
+    contested_keys,
     declared_keys,
     ends_pattern,
     raw_text,
     skip_space,
 )
-from .segments import FENCED, CallSegment, Malformed, MarkedText, Partial, Raw, Segment, Value, fences_in, held_back_all
+from .segments import (
+    FENCED,
+    CallSegment,
+    Malformed,
+    MarkedText,
+    Partial,
+    Raw,
+    Segment,
+    Value,
+    fences_in,
+    held_back,
+    held_back_all,
+)
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and
 # writability checks below are made from these.
@@ -76,6 +90,7 @@ class Qwen3Coder(RawValueDialect):
     end_tokens = ("<|im_end|>",)
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
+    prompt_opens_reasoning = True
     thinks_by_default = False  # Qwen3-Coder has no thinking mode
     python_literals = True
     value_lead = "\n"
@@ -115,11 +130,13 @@ class Qwen3Coder(RawValueDialect):
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         values = self.raw_values(tool, emitter)
+        contested = contested_keys(tool)
         bodies = []
         for frame in self.argument_objects(tool):
             members = emitter.members(
                 frame,
-                lambda key, value: f"{literals(OPEN_PARAMETER, key, TAG_END + chr(10))} {values.value(value, emitter, '/properties/' + key)}",
+                lambda key, value: f"{literals(OPEN_PARAMETER, key, TAG_END + chr(10))} "
+                + values.value(value, emitter, "/properties/" + key, key in contested),
                 "",
                 emitter.additional_member(
                     frame, "", regex(_KEY_TEXT), self.any_key, lambda v: values.value(v, emitter, "/additionalProperties")
@@ -218,17 +235,27 @@ class Qwen3Coder(RawValueDialect):
         before it is the value's closing; or right after ``</parameter>``),
         the end of a complete call counting as a line end. Without that
         newline (one line), at the first ``</parameter>``, ``<parameter=K>``
-        or ``</function>``. One newline on each side is the template's. Where
-        the call ends, the value must have had its closing."""
+        or ``</function>``. One newline on each side is the template's.
+
+        A value whose ``</parameter>`` the model left out before the call's
+        ``</function>`` ends there: at a ``</function>`` line (a guard), or,
+        when the value has no closing and no guard at all, at the last
+        ``</function>`` of the body, when only whitespace follows it; in
+        both cases only where the value could be nothing else (see
+        :func:`_may_end_unclosed`)."""
         template = text.startswith("\n", start)
         ends, markers = self._ends(name, key, template)
         begin = start + template
         match = ends.search(text + "\n" if final else text, start)
         if match is None:
             if final:
-                raise Malformed(f"parameter {key!r} is not closed with '</parameter>'", name)
-            held = held_back_all(text[start:], markers)
-            tail = MarkedText(ends, markers, text[start + len(held) :], lead=max(0, template - len(held)))
+                end = _last_function_end(text, begin)
+                if end is None or end == begin or not _may_end_unclosed(text[begin:end]):
+                    raise Malformed(f"parameter {key!r} is not closed with '</parameter>'", name)
+                return text[begin:end], end
+            held = _held_back(text[start:], markers, template)
+            kind = _LineValueText if template else MarkedText
+            tail = kind(ends, markers, text[start + len(held) :], lead=max(0, template - len(held)))
             return Partial(name, [], key, held[template:], open_value=tail)
         end = match.start()
         if match.lastgroup == "close":
@@ -239,7 +266,7 @@ class Qwen3Coder(RawValueDialect):
             return value, end + template + len(CLOSING)
         if end < begin or end == begin and not template:
             raise Malformed(f"parameter {key!r} has no value before the next tag", name)
-        if tag == END_FUNCTION and not value.endswith(CLOSING):  # the call ends: only after the closing
+        if tag == END_FUNCTION and not value.endswith(CLOSING) and not _may_end_unclosed(value):
             raise Malformed(f"parameter {key!r} is not closed with '</parameter>'", name)
         if template:  # a line opens the next tag; a closing right before it is the value's
             return value.removesuffix(CLOSING), end + 1
@@ -307,6 +334,59 @@ class Qwen3Coder(RawValueDialect):
             if piece.startswith(self.call_close, after):
                 end = after + len(self.call_close)
             yield CallSegment(text[start:end], start, end, partial.name, tuple(partial.pairs), error)
+
+
+def _last_function_end(text: str, begin: int) -> int | None:
+    """Where a value from ``begin`` (on its own lines, with no closing and
+    no guard after it) ends at the call's ``</function>``: the last one,
+    when only whitespace follows it, less the value's last newline (the
+    template's); else ``None``."""
+    end = text.rfind(END_FUNCTION, begin)
+    if end < 0 or skip_space(text, end + len(END_FUNCTION)) != len(text):
+        return None
+    return end - text.endswith("\n", begin, end)
+
+
+def _may_end_unclosed(value: str) -> bool:
+    """Whether ``value`` may be a whole value that ``</function>`` ends, its
+    ``</parameter>`` left out: not when it holds ``</parameter>`` or
+    ``<parameter=`` (it could be two values as well as one), nor when its
+    last line holds ``</`` (that may be its closing misspelt, ``</paramter>``,
+    which the value's text must not take in)."""
+    if CLOSING in value or OPEN_PARAMETER in value:
+        return False
+    return "</" not in value.removesuffix("\n").rsplit("\n", 1)[-1]
+
+
+def _held_back(text: str, markers: tuple[str, ...], template: bool) -> str:
+    """``text`` of a value being written, less the tail that may still turn
+    out to be markup: a start of one of ``markers`` (see
+    :func:`held_back_all`), and then, for a value on its own lines, a tail
+    where the call's ``</function>`` may end it (see :meth:`Qwen3Coder._value`):
+    ``</function>`` with only whitespace after it (and a line break before
+    it, the template's), or a start of ``</function>``."""
+    certain = held_back_all(text, markers)
+    if not template:
+        return certain
+    stripped = certain.rstrip(" \t\r\n")
+    if stripped.endswith(END_FUNCTION):  # and the template's newline before it
+        return stripped[: -len(END_FUNCTION)].removesuffix("\n")
+    return held_back(certain, END_FUNCTION)
+
+
+class _LineValueText(MarkedText):
+    """A value on its own lines being written: as :class:`MarkedText`, its
+    text held back as :func:`_held_back` holds it for such a value."""
+
+    def more(self, text: str) -> str | None:
+        window = self.tail + text
+        if self.ends.search(window):
+            return None
+        certain = _held_back(window, self.holds, True)
+        self.tail = window[len(certain) :]
+        skipped = min(self.lead, len(certain))
+        self.lead -= skipped
+        return certain[skipped:]
 
 
 def _tag(text: str, position: int, final: bool, what: str, name: str | None = None) -> tuple[str | None, int]:

@@ -52,9 +52,26 @@ class RawValues:
     excluded: str | None
     python_literals: bool
 
-    def value(self, frame: Frame, emitter: ValueEmitter, path: str) -> str:
-        """Lark for one top-level value of ``frame`` and its closing."""
+    def value(self, frame: Frame, emitter: ValueEmitter, path: str, contested: bool = False) -> str:
+        """Lark for one top-level value of ``frame`` and its closing.
+
+        ``contested``: the parameters are a union of parameter sets that give
+        this key different frames (see :func:`contested_keys`), so the value
+        stands beside other sets' values of the key in the grammar. Where
+        the closing is text, such a value is then one lexeme with its
+        closing wherever it can be (any text, constrained and enum strings,
+        scalars without bounds): llguidance's lexer does not backtrack, so a
+        number's lexeme beside a line of raw text (qwen3_coder: ``5`` then
+        the closing as one lexeme, the text as ``5``, a newline, the closing)
+        or beside a lazy text lexeme that runs on to the closing (glm) would
+        drop one set's reading of the same text. Lexemes that all end at the
+        same closing keep every set that can read the text, and the call's
+        other keys (a discriminator after the value) decide."""
         frame = emitter.resolve(frame)
+        if contested and self.close_text is not None:
+            single = self._single_lexeme(frame, emitter)
+            if single is not None:
+                return single
         if _any_string(frame):
             return self.any_text
         if isinstance(frame, UnionFrame):
@@ -78,6 +95,23 @@ class RawValues:
         if isinstance(frame, NullFrame) and self.python_literals:
             return f'("null" | "None") {self.close}'
         return f"{emitter.value(frame, path)} {self.close}"
+
+    def _single_lexeme(self, frame: Frame, emitter: ValueEmitter) -> str | None:
+        """One lexeme for a value of ``frame`` and its text closing, or
+        ``None`` (constrained strings are one already; other values, JSON
+        with structure or bounds, keep their rules)."""
+        assert self.close_text is not None
+        close = literal(self.close_text)
+        if _any_string(frame):
+            text = f"(/(?s:.*)/ & ~{regex(self.excluded)})" if self.excluded else "/(?s:.*)/"
+            return emitter.rules.lazy_lexeme("text", f"{text} {close}")
+        scalar = _scalar_regex(frame, self.python_literals)
+        if scalar is not None:
+            return emitter.rules.lazy_lexeme("text", f"{regex(f'(?:{scalar})')} {close}")
+        if isinstance(frame, EnumFrame) and all(not isinstance(v, (list, dict)) for v in frame.values):
+            texts = [literal(raw_text(v)) for v in frame.values]
+            return emitter.rules.terminal("text", f"({' | '.join(texts)}) {close}")
+        return None
 
     def union(self, options: list[Frame], emitter: ValueEmitter, path: str) -> str:
         """Lark for a top-level union. A constrained string's lexeme runs to
@@ -300,6 +334,22 @@ def top_level_value_kind(dialect: Dialect, tool: NormalizedTool, key: str, close
     if allowed and all(_any_string(frame) for frame in allowed):
         return ValueKind.ANY_TEXT
     return ValueKind.OTHER
+
+
+def contested_keys(tool: NormalizedTool) -> frozenset[str]:
+    """The declared keys that parameter sets of ``tool`` (a union of them,
+    such as a discriminated union) give different frames, and not all any
+    text: where a raw value's type depends on the set, which the grammar
+    writes as :meth:`RawValues.value` says for ``contested``."""
+    objects = Dialect.argument_objects(tool)
+    if len(objects) < 2:
+        return frozenset()
+    contested = set()
+    for key in declared_keys(tool):
+        frames = [tool.schema.resolve(found[0]) for obj in objects if (found := member_frames(obj, key))]
+        if len(set(frames)) > 1 and not all(_any_string(frame) for frame in frames):
+            contested.add(key)
+    return frozenset(contested)
 
 
 def declared_keys(tool: NormalizedTool) -> list[str]:

@@ -41,6 +41,55 @@ Value = Union[Raw, Parsed]
 
 
 @dataclass(frozen=True)
+class ReasoningBlock:
+    """How a dialect marks reasoning in model output, for :func:`scan`.
+
+    ``label``: text the model writes right after ``opening`` (Gemma's
+    ``thought\n``), read when there and not part of the reasoning.
+    ``opened``: the prompt opened the block, so the text starts inside it.
+    ``interleaved``: a complete block later in the text (after some text,
+    before a call) is reasoning too (GLM's interleaved thinking).
+    ``lone_closing``: a closing marker with no block open ends an empty one
+    (the marker leaves the content: Gemma 4 writes ``<channel|>`` so when
+    its thinking is off)."""
+
+    opening: str
+    closing: str
+    label: str = ""
+    opened: bool = False
+    interleaved: bool = False
+    lone_closing: bool = False
+
+    def body_start(self, text: str, at: int) -> int:
+        """Where the reasoning starts after an opening ending at ``at``:
+        after the label, when the label (or, right before the closing, the
+        label less its line break) is there."""
+        label = self.label
+        if not label:
+            return at
+        if text.startswith(label, at):
+            return at + len(label)
+        short = label.rstrip("\n")
+        if short != label and text.startswith(short + self.closing, at):
+            return at + len(short)
+        return at
+
+    def leading(self, text: str) -> int | None:
+        """Where the reasoning that ``text`` starts with begins, or
+        ``None``: inside the block the prompt opened, after an opening
+        (after leading whitespace), or, for ``lone_closing``, at a closing
+        marker there (an empty block)."""
+        if self.opened:
+            return self.body_start(text, 0)
+        stripped = len(text) - len(text.lstrip())
+        if text.startswith(self.opening, stripped):
+            return self.body_start(text, stripped + len(self.opening))
+        if self.lone_closing and text.startswith(self.closing, stripped):
+            return stripped
+        return None
+
+
+@dataclass(frozen=True)
 class Segment:
     """Plain text or reasoning, at ``text[start:end]`` of the scanned text."""
 
@@ -231,7 +280,7 @@ def scan(
     call_open: str,
     call_close: str,
     parse_body: BodyParser,
-    reasoning: tuple[str, str] | None,
+    reasoning: ReasoningBlock | None,
     cut_off_call: bool = False,
     start: int = 0,
     fenced: bool = False,
@@ -248,19 +297,29 @@ def scan(
     ``fenced``: at a segment's start (:attr:`Segment.fenced`), or in a text
     segment before any call marker, where no code-fence line is cut (the
     character before ``start`` is no space, tab or backtick; it must be in
-    ``text``, as ``^`` of a fence line looks at it). The reasoning block is
-    looked for only at the start of the text."""
+    ``text``, as ``^`` of a fence line looks at it).
+
+    Reasoning (see :class:`ReasoningBlock`): a block at the start of the
+    text (or the text itself, when the prompt opened the block) runs to its
+    closing marker, else to the first call opening, else to the end of the
+    text (a turn that stops inside the block is reasoning); the spaces and
+    line breaks after a closing marker belong to the block. Where the
+    dialect says so, a complete block or a lone closing marker in plain
+    text is reasoning too."""
     position = start
     if reasoning is not None and start == 0:
-        opening, closing = reasoning
-        stripped = len(text) - len(text.lstrip())
-        if text.startswith(opening, stripped):
-            end = text.find(closing, stripped + len(opening))
-            if end >= 0:
-                yield Segment("reasoning", text[stripped + len(opening) : end], 0, end + len(closing))
-                position = end + len(closing)
+        position = yield from _leading_reasoning(text, reasoning, call_open)
     while position < len(text):
         opening = text.find(call_open, position)
+        if reasoning is not None and (reasoning.interleaved or reasoning.lone_closing) and not fenced:
+            found = _inner_reasoning(text, reasoning, position, len(text) if opening < 0 else opening)
+            if found is not None:
+                block_start, body, body_end, block_end = found
+                if block_start > position:
+                    yield Segment("text", text[position:block_start], position, block_start, fenced)
+                yield Segment("reasoning", text[body:body_end], block_start, block_end)
+                position = block_end
+                continue
         if opening < 0:
             yield Segment("text", text[position:], position, len(text), fenced)
             return
@@ -283,6 +342,50 @@ def scan(
             else:
                 yield CallSegment(markup, opening, end, name, tuple(pairs))
         position = end
+
+
+def _leading_reasoning(text: str, block: ReasoningBlock, call_open: str) -> Iterator[Segment]:
+    """The reasoning segment ``text`` starts with, if any; returns where
+    the scan goes on."""
+    body = block.leading(text)
+    if body is None:
+        return 0
+    close = text.find(block.closing, body)
+    if close >= 0:
+        end = _after_blank(text, close + len(block.closing))
+    else:
+        call = text.find(call_open, body)
+        close = end = len(text) if call < 0 else call
+    yield Segment("reasoning", text[body:close], 0, end)
+    return end
+
+
+def _inner_reasoning(text: str, block: ReasoningBlock, start: int, stop: int) -> "tuple[int, int, int, int] | None":
+    """The first reasoning in plain text ``text[start:stop]`` outside fenced
+    code: a complete block (``interleaved``) or a lone closing marker
+    (``lone_closing``), as (block start, body start, body end, block end)."""
+    opening = text.find(block.opening, start, stop) if block.interleaved else -1
+    lone = text.find(block.closing, start, stop if opening < 0 else opening) if block.lone_closing else -1
+    if lone >= 0:
+        found = (lone, lone, lone, _after_blank(text, lone + len(block.closing), stop))
+    elif opening >= 0:
+        body = block.body_start(text, opening + len(block.opening))
+        close = text.find(block.closing, body, stop)
+        if close < 0:
+            return None
+        found = (opening, body, close, _after_blank(text, close + len(block.closing), stop))
+    else:
+        return None
+    return None if fences_in(text, start, found[0]) % 2 == 1 else found
+
+
+def _after_blank(text: str, at: int, stop: int | None = None) -> int:
+    """``at`` after the spaces and line breaks there: those after a reasoning
+    block's closing are the template's, not content."""
+    stop = len(text) if stop is None else stop
+    while at < stop and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 FENCED = "a call marker inside a fenced code block is text, not a call"

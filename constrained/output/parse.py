@@ -21,11 +21,12 @@ from ..compiler import CompiledTools
 from ..dialects import get_dialect
 from ..dialects.base import Dialect
 from ..dialects.segments import CallSegment, Decoded, Parsed, Raw, Segment
-from ..frames.model import Frame, FreeFrame, ObjectFrame
+from ..frames.model import EnumFrame, Frame, FreeFrame, ObjectFrame
 from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
 from ..frames.types import json_types
 from ..schema.validation import validator_for
 from ..frames.accepts import frame_accepts, member_frames
+from ..options import Reasoning, check_reasoning
 from ..dialects.writable import writable_tool_set
 
 # Calls longer than this (in bytes of markup) are rejected, not parsed.
@@ -72,12 +73,14 @@ class CallRejected(Exception):
     """A call segment that does not make a valid call (internal)."""
 
 
-def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
-    """Read ``text`` (a model's output in ``dialect``) into content and
-    typed tool calls. ``tools`` in any form :func:`load_tools` accepts, or
-    the :class:`CompiledTools` the output was generated under. A call of a
-    tool left out of the set (see :func:`usable_tools`) is an error."""
-    chosen = get_dialect(dialect)
+def parse_tool_calls(text: str, tools: Any, dialect: str, *, reasoning: Reasoning | None = None) -> ParseResult:
+    """Read ``text`` (a model's output in ``dialect``) into content, reasoning
+    and typed tool calls. ``tools`` in any form :func:`load_tools` accepts,
+    or the :class:`CompiledTools` the output was generated under. A call of a
+    tool left out of the set (see :func:`usable_tools`) is an error.
+    ``reasoning="open"`` says the prompt opened a reasoning block, so the
+    text starts inside it (by default, the compiled set's own option)."""
+    chosen = reader(dialect, tools, reasoning)
     tool_set = usable_tools(tools, chosen)
     by_name = tool_set.by_name()
     left_out = tool_set.left_out_by_name()
@@ -98,6 +101,15 @@ def parse_tool_calls(text: str, tools: Any, dialect: str) -> ParseResult:
                 content.append(segment.text)
                 errors.append(RejectedCall(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
     return ParseResult("".join(content), calls, errors, "".join(reasoning) if reasoning else None)
+
+
+def reader(dialect: str, tools: Any, reasoning: Reasoning | None) -> Dialect:
+    """``dialect`` reading output generated with ``reasoning`` (``None``:
+    as ``tools`` were compiled, when they are a :class:`CompiledTools`)."""
+    if reasoning is None:
+        reasoning = tools.reasoning if isinstance(tools, CompiledTools) else True
+    check_reasoning(reasoning)
+    return get_dialect(dialect).reading(reasoning)
 
 
 def usable_tools(tools: Any, dialect: Dialect) -> ToolSet:
@@ -144,35 +156,187 @@ def typed_arguments(
     tool: NormalizedTool, pairs: Iterable[tuple[str, Raw | Parsed]], python_literals: bool
 ) -> dict[str, Any]:
     """The arguments of one call, each value read by its parameter's frame,
-    then checked against the frames and validated against the full schema."""
-    root = tool.schema.resolve(tool.root)
+    then checked against the frames and validated against the full schema.
+
+    Parameters that are a union of parameter sets (a root ``oneOf`` /
+    ``anyOf`` of objects, such as a discriminated union) are read one set
+    at a time: every value by that set's frames, the whole then checked and
+    validated (see :func:`branch_arguments`)."""
+    pairs = list(pairs)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise CallRejected(f"parameter {key!r} is given twice")
+        seen.add(key)
+    branches = Dialect.argument_objects(tool)
+    if len(branches) > 1:
+        return branch_arguments(tool, branches, pairs, python_literals)
+    return _arguments_by(tool, branches[0], pairs, python_literals)
+
+
+def _arguments_by(
+    tool: NormalizedTool, branch: ObjectFrame, pairs: list[tuple[str, Raw | Parsed]], python_literals: bool
+) -> dict[str, Any]:
+    """The arguments read by the frames of one parameter set ``branch``,
+    checked against the frames and validated (raises :class:`CallRejected`)."""
     arguments: dict[str, Any] = {}
     for key, value in pairs:
-        if key in arguments:
-            raise CallRejected(f"parameter {key!r} is given twice")
-        frame = member_frame(root, key)
-        if frame is None:
+        frames = member_frames(branch, key)
+        if not frames:
             raise CallRejected(f"{tool.name!r} has no parameter {key!r}")
-        arguments[key] = value.value if isinstance(value, Parsed) else read_raw(value.text, frame, tool, key, python_literals)
-    missing = [key for key in _required(root) if key not in arguments]
+        arguments[key] = value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
+    missing = [key for key in _required(branch) if key not in arguments]
     if missing:
         raise CallRejected(f"missing required parameter(s) {', '.join(map(repr, missing))}")
-    if not frame_accepts(tool.root, arguments, tool.schema.definitions):
+    if not frame_accepts(branch, arguments, tool.schema.definitions):
         raise CallRejected(f"the arguments do not match the schema of {tool.name!r}")
     validate(tool, arguments)
     return arguments
+
+
+def branch_arguments(
+    tool: NormalizedTool,
+    branches: tuple[ObjectFrame, ...],
+    pairs: list[tuple[str, Raw | Parsed]],
+    python_literals: bool,
+) -> dict[str, Any]:
+    """The arguments of a call whose parameters are a union of parameter
+    sets (``branches``, in schema order).
+
+    A raw value's type depends on the set: in a discriminated union,
+    ``value`` may be an integer where ``kind`` is ``"count"`` and a string
+    where it is ``"text"``. So each set reads *all* the values with its own
+    frames, and the reading is checked and validated as a whole; the
+    arguments are those of the first set, in schema order, whose reading
+    validates. A set whose ``const`` (or one-value ``enum``) key disagrees
+    with the value read never validates, so a discriminator selects its set
+    wherever it stands among the keys. Two sets can both validate only when
+    the text is ambiguous (``5`` where one set has an integer and another a
+    string, and no key tells them apart); then the first in schema order
+    wins, the order JSON Schema's ``anyOf`` and Pydantic's left-to-right
+    unions try, and the one the renderer, the writability and conformance
+    checks follow when they pick a set for a value (:func:`union_branch`),
+    so a call is always read the same way, whatever its key order.
+
+    When no set validates, the reason is the one of the set the
+    discriminators select (every ``const`` key it has agrees with the value
+    read), else of the first set that has every key."""
+    keys = [key for key, _ in pairs]
+    unknown = next((key for key in keys if not any(member_frames(b, key) for b in branches)), None)
+    if unknown is not None:
+        raise CallRejected(f"{tool.name!r} has no parameter {unknown!r}")
+    candidates = [b for b in branches if all(member_frames(b, key) for key in keys)]
+    if not candidates:
+        raise CallRejected(f"no parameter set of {tool.name!r} takes all of {', '.join(map(repr, keys))}")
+    failures: list[tuple[ObjectFrame, CallRejected]] = []
+    for branch in candidates:
+        try:
+            return _arguments_by(tool, branch, pairs, python_literals)
+        except CallRejected as exc:
+            failures.append((branch, exc))
+    selected = [(b, e) for b, e in failures if _discriminated(tool, b, pairs, python_literals)]
+    if selected:
+        branch, reason = selected[0]
+        reason = _misfit(tool, branch, pairs, python_literals) or reason
+        tags = ", ".join(f"{key!r} is {json.dumps(value, ensure_ascii=False)}" for key, value in _tags(tool, branch))
+        where = f" (in the parameter set where {tags})" if tags else ""
+        raise CallRejected(f"{reason}{where}")
+    tagged = _discriminators(tool, candidates, keys)
+    if tagged:
+        key, values = tagged
+        listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+        raise CallRejected(f"parameter {key!r} selects none of the parameter sets of {tool.name!r} (one of {listed})")
+    raise CallRejected(f"the arguments match none of the parameter sets of {tool.name!r}: {failures[0][1]}")
+
+
+def _misfit(
+    tool: NormalizedTool, branch: ObjectFrame, pairs: list[tuple[str, Raw | Parsed]], python_literals: bool
+) -> str | None:
+    """The first value read (a JSON dialect's, or a raw value that reads)
+    that does not fit its frames in ``branch``, said as :func:`read_raw`
+    says it; ``None`` when each fits (the set fails as a whole)."""
+    definitions = tool.schema.definitions
+    for key, value in pairs:
+        frames = member_frames(branch, key) or []
+        try:
+            read = value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
+        except (CallRejected, IndexError) as exc:
+            return str(exc) if isinstance(exc, CallRejected) else None
+        misfit = next((f for f in frames if not frame_accepts(f, read, definitions)), None)
+        if misfit is not None:
+            types = json_types(misfit, definitions)
+            expected = " or ".join(sorted(types)) if types != set(json_types(FreeFrame())) else "value"
+            shown = json.dumps(read, ensure_ascii=False)
+            return f"parameter {key!r} is not a valid {expected}: {shown[:80]}"
+    return None
+
+
+def _tags(tool: NormalizedTool, branch: ObjectFrame) -> list[tuple[str, Any]]:
+    """The keys of ``branch`` that hold one value only (``const``, a
+    one-value ``enum``), with that value: a discriminated union's tags."""
+    tags = []
+    for key, frame in branch.properties:
+        resolved = tool.schema.resolve(frame)
+        if isinstance(resolved, EnumFrame) and len(resolved.values) == 1:
+            tags.append((key, resolved.values[0]))
+    return tags
+
+
+def _discriminated(
+    tool: NormalizedTool, branch: ObjectFrame, pairs: list[tuple[str, Raw | Parsed]], python_literals: bool
+) -> bool:
+    """Whether the call names ``branch`` by its tags: it gives at least one
+    of them, and every one it gives reads as the tag's value."""
+    given = dict(pairs)
+    told = False
+    for key, tag in _tags(tool, branch):
+        if key not in given:
+            continue
+        value = given[key]
+        frame = member_frames(branch, key)
+        try:
+            read = value.value if isinstance(value, Parsed) else read_raw(value.text, frame[0], tool, key, python_literals)  # type: ignore[index]
+        except CallRejected:
+            return False
+        if not frame_accepts(EnumFrame((tag,)), read):
+            return False
+        told = True
+    return told
+
+
+def _discriminators(
+    tool: NormalizedTool, branches: list[ObjectFrame], keys: list[str]
+) -> tuple[str, list[Any]] | None:
+    """A key given in the call that is a tag of every one of ``branches``,
+    with the tags' values (in schema order), or ``None``."""
+    for key in keys:
+        values = []
+        for branch in branches:
+            tag = dict(_tags(tool, branch)).get(key, _NO_READING)
+            if tag is _NO_READING:
+                break
+            values.append(tag)
+        else:
+            return key, values
+    return None
 
 
 def read_raw(text: str, frame: Frame, tool: NormalizedTool, key: str, python_literals: bool) -> Any:
     """A raw-text value read by its frame: text for a string parameter; JSON
     (or, where the grammar allows them, ``True``/``False``/``None``) for the
     rest. A parameter that may be a string or something else takes the
-    non-string reading only when that reading is valid for it."""
+    non-string reading only when that reading is valid for it.
+
+    Spaces and line breaks around a value that cannot be a string (``" 5 "``
+    for an integer) are not part of it: nothing else could be meant, so the
+    value inside them is read. Where the value may be a string, the text
+    stays what it is: then it is the string, exactly as written, as it
+    always is in a well-formed call."""
     definitions = tool.schema.definitions
     types = json_types(frame, definitions)
     if types == {"string"}:
         return text
-    reading = _non_string_reading(text, python_literals)
+    reading = _non_string_reading(text, python_literals, padded="string" not in types)
     if reading is not _NO_READING and frame_accepts(frame, reading[0], definitions):
         return reading[0]
     if "string" in types and frame_accepts(frame, text, definitions):
@@ -185,7 +349,12 @@ _NO_READING: Any = object()
 _JSON_WHITESPACE = " \t\n\r"
 
 
-def _non_string_reading(text: str, python_literals: bool) -> Any:
+def _non_string_reading(text: str, python_literals: bool, padded: bool = False) -> Any:
+    """``(value,)`` of ``text`` read as JSON (or a Python literal), else
+    ``_NO_READING``. Whitespace around the text reads only when ``padded``
+    (the value cannot be a string); the grammar never writes it."""
+    if padded:
+        text = text.strip(_JSON_WHITESPACE)
     if python_literals and text in _PYTHON_LITERALS:
         return (_PYTHON_LITERALS[text],)
     if text != text.strip(_JSON_WHITESPACE):
@@ -198,21 +367,48 @@ def _non_string_reading(text: str, python_literals: bool) -> Any:
 
 
 def member_frame(root: Frame, key: str) -> Frame | None:
-    """The frame that types top-level key ``key`` (the first parameter set
-    that allows it; its first frame when patterns give several, all of which
-    the final check applies), or ``None`` when no parameter set allows it."""
-    for frame in getattr(root, "options", (root,)):
-        frames = member_frames(frame, key) if isinstance(frame, ObjectFrame) else None
-        if frames:
-            return frames[0]
-    return None
+    """The frame that types top-level key ``key`` when the parameters are
+    one object (its first frame when patterns give several, all of which
+    the final check applies), or ``None`` when the key may not appear. For
+    a union of parameter sets, the frame only when every set that allows
+    the key gives it the same one (else the type depends on the other keys:
+    see :func:`branch_arguments` and :func:`candidate_branches`)."""
+    frames = [
+        found[0]
+        for frame in getattr(root, "options", (root,))
+        if isinstance(frame, ObjectFrame) and (found := member_frames(frame, key))
+    ]
+    return frames[0] if frames and all(f == frames[0] for f in frames) else None
 
 
-def _required(root: Frame) -> list[str]:
-    objects = [f for f in getattr(root, "options", (root,)) if isinstance(f, ObjectFrame)]
-    if len(objects) != 1:
-        return []
-    return list(objects[0].required)
+def candidate_branches(
+    tool: NormalizedTool, pairs: Iterable[tuple[str, Raw | Parsed]], python_literals: bool
+) -> list[ObjectFrame]:
+    """The parameter sets (in schema order) that the pairs read so far
+    leave possible: each has every key, and each value reads under it and
+    fits all its frames there. The set :func:`branch_arguments` reads a
+    complete call by is always among them, so a value every one of them
+    reads the same is read so in the end too (for streaming)."""
+    pairs = list(pairs)
+    possible = []
+    for branch in Dialect.argument_objects(tool):
+        try:
+            for key, value in pairs:
+                frames = member_frames(branch, key)
+                if not frames:
+                    raise CallRejected(key)
+                read = value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
+                if not all(frame_accepts(f, read, tool.schema.definitions) for f in frames):
+                    raise CallRejected(key)
+        except CallRejected:
+            continue
+        possible.append(branch)
+    return possible
+
+
+def _required(branch: Frame) -> list[str]:
+    """The keys parameter set ``branch`` requires."""
+    return list(branch.required) if isinstance(branch, ObjectFrame) else []
 
 
 def validate(tool: NormalizedTool, arguments: dict[str, Any]) -> None:

@@ -26,9 +26,13 @@ accepted or rejected exactly as the non-streaming parser does it
   into the call (qwen3_coder reads a ``</tool_call>`` after a bare call as
   its end): probed by scanning the text as if the call's closing marker came
   next.
-- everything, while a leading reasoning block may still form. Reasoning is
-  not content and is not streamed (it is in
-  :attr:`ToolCallStreamParser.result`).
+- everything, while a leading reasoning block may still form or has not
+  closed (one the prompt opened included: it ends at its closing, or,
+  without one, at the first call or the end of the text, which only
+  ``close()`` knows). Reasoning is not content and is not streamed (it is
+  in :attr:`ToolCallStreamParser.result`). Where the dialect reads
+  reasoning later in the text, text is held from a reasoning opening as
+  from a call opening.
 
 So, for every text and every way of cutting it into pieces, the content
 deltas concatenate to exactly ``parse_tool_calls(text).content``, and the
@@ -80,7 +84,6 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from ..dialects import get_dialect
 from ..dialects.base import Dialect
 from ..dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, fences_in, held_back
 from ..errors import StreamClosedError
@@ -88,14 +91,19 @@ from .parse import (
     CallRejected,
     ParseResult,
     call_id,
+    candidate_branches,
     member_frame,
     openai_call,
     parse_tool_calls,
     read_raw,
+    reader,
     usable_tools,
 )
+from ..frames.accepts import member_frames
 from ..frames.toolset import NormalizedTool
+from ..frames.model import Frame
 from ..frames.types import json_types
+from ..options import Reasoning
 
 Delta = dict[str, Any]
 
@@ -182,14 +190,15 @@ class _Text:
 class ToolCallStreamParser:
     """Incremental :func:`parse_tool_calls` for one model output."""
 
-    def __init__(self, tools: Any, dialect: str) -> None:
-        self.dialect = get_dialect(dialect)
+    def __init__(self, tools: Any, dialect: str, *, reasoning: Reasoning | None = None) -> None:
+        self.dialect = reader(dialect, tools, reasoning)
         self.tool_set = usable_tools(tools, self.dialect)
         self.tools = self.tool_set.by_name()
         self.result: ParseResult | None = None
         self._text = _Text()
         self._reader = copy.copy(self.dialect.for_tools(self.tools))
-        self._openings = _call_openings(self._reader, self.tools)
+        self._call_openings = _call_openings(self._reader.reading(True), self.tools)
+        self._openings = self._call_openings + _reasoning_markers(self._reader)
         # A segment the scan reads again (a call not settled yet) has its body parsed once.
         self._bodies = _ReadBodies(self._reader.parse_body)
         self._reader.parse_body = self._bodies  # type: ignore[method-assign]
@@ -228,7 +237,8 @@ class ToolCallStreamParser:
         if self.result is not None:
             return []
         deltas = self._advance(final=True)
-        self.result = parse_tool_calls(self.text, self.tool_set, self.dialect.name)
+        opened = "open" if self.dialect.reasoning_opened else True
+        self.result = parse_tool_calls(self.text, self.tool_set, self.dialect.name, reasoning=opened)
         return deltas
 
     # -- segments --------------------------------------------------------------------
@@ -304,16 +314,21 @@ class ToolCallStreamParser:
         return True
 
     def _reasoning_may_form(self, segments: list[Segment | CallSegment]) -> bool:
-        """Whether the text so far may still open a leading reasoning block
-        (then nothing is settled: the whole text may become reasoning)."""
-        if self._reasoning is None or self._position > 0 or self._reasoning_decided:
+        """Whether the text so far may still open a leading reasoning block,
+        or is inside one not closed yet (then nothing is settled: the whole
+        text may become reasoning, and where the block ends depends on
+        whether its closing comes)."""
+        block = self._reasoning
+        if block is None or self._position > 0 or self._reasoning_decided:
             return False
-        opening = self._reasoning[0]
-        stripped = self._work.lstrip()  # nothing is settled: the work is the whole text
-        if opening.startswith(stripped):
+        work = self._work  # nothing is settled: the work is the whole text
+        stripped = work.lstrip()
+        starts = (block.opening, block.closing) if block.lone_closing else (block.opening,)
+        if not block.opened and any(marker.startswith(stripped) for marker in starts):
             return True
-        if stripped.startswith(opening) and segments[0].kind != "reasoning":
-            self._wait = (len(self._work) - len(stripped) + len(opening), (self._reasoning[1],))  # its closing
+        body = block.leading(work)
+        if body is not None and block.closing not in work[body:]:
+            self._wait = (body, (block.closing,))
             return True
         self._reasoning_decided = True
         return False
@@ -342,6 +357,10 @@ class ToolCallStreamParser:
             found = text.find(opening)
             if found >= 0:
                 cut = min(cut, found)
+        block = self._reasoning
+        if block is not None and block.interleaved and text.startswith(block.opening, cut):
+            # A later reasoning block: nothing changes before its closing or a call comes.
+            self._wait = (segment.start + cut, (block.closing, *self._call_openings))
         return segment.start + cut
 
     def _content(self, deltas: list[Delta], end: int) -> None:
@@ -483,6 +502,8 @@ class ToolCallStreamParser:
         reading's complete pairs, each serialized once, then the open
         string's key and text so far), or ``None`` when something read so
         far will not validate."""
+        if len(Dialect.argument_objects(tool)) > 1:
+            return self._branch_prefix(tool, call)
         root = tool.schema.resolve(tool.root)
         reading = call.reading
         try:
@@ -499,16 +520,76 @@ class ToolCallStreamParser:
                 call.count += 1
         except CallRejected:
             return None
-        text = call.members
-        call.streams_open = False
-        if reading.open_key is not None and reading.open_text is not None:
-            frame = member_frame(root, reading.open_key)
-            if frame is not None and json_types(frame, tool.schema.definitions) == {"string"}:
-                separator = ", " if call.count else ""
-                escaped = json.dumps(reading.open_text, ensure_ascii=False)[:-1]
-                text += f"{separator}{json.dumps(reading.open_key, ensure_ascii=False)}: {escaped}"
-                call.streams_open = True
-        return text
+        frame = member_frame(root, reading.open_key) if reading.open_key is not None else None
+        return self._with_open_string(tool, call, [frame] if frame is not None else [])
+
+    def _branch_prefix(self, tool: NormalizedTool, call: _OpenCall) -> str | None:
+        """:meth:`_arguments_prefix` for parameters that are a union of
+        parameter sets, where a raw value's type may depend on keys not read
+        yet (a discriminator after it): a pair is certain once every set the
+        pairs read so far leave possible (:func:`candidate_branches`, among
+        which is the one the final parse reads the call by) reads it the
+        same; the pairs stream in order up to the first that is not. The
+        open string streams only after every pair, and only while every
+        possible set that has its key types it a string."""
+        reading = call.reading
+        keys = [key for key, _ in reading.pairs]
+        if len(set(keys)) != len(keys):
+            return None
+        literals = self.dialect.python_literals
+        possible = candidate_branches(tool, reading.pairs, literals)
+        if not possible:
+            return None
+        try:
+            for key, value in reading.pairs[call.count :]:
+                texts = {
+                    json.dumps(
+                        value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, literals),
+                        ensure_ascii=False,
+                    )
+                    for branch in possible
+                    if (frames := member_frames(branch, key))
+                }
+                if len(texts) != 1:
+                    break
+                member = f"{json.dumps(key, ensure_ascii=False)}: {texts.pop()}"
+                call.members += f", {member}" if call.count else member
+                call.count += 1
+        except CallRejected:
+            return None
+        key = reading.open_key
+        frames = []
+        if call.count == len(keys) and key is not None and key not in keys:
+            frames = [found[0] for branch in possible if (found := member_frames(branch, key))]
+        return self._with_open_string(tool, call, frames)
+
+    @staticmethod
+    def _with_open_string(tool: NormalizedTool, call: _OpenCall, frames: list[Frame]) -> str:
+        """The arguments text of the call's complete pairs and, when the
+        reading stopped in a value that all of ``frames`` (the open key's)
+        type a string, that string's text as it stands."""
+        reading = call.reading
+        definitions = tool.schema.definitions
+        call.streams_open = (
+            reading.open_key is not None
+            and reading.open_text is not None
+            and bool(frames)
+            and all(json_types(frame, definitions) == {"string"} for frame in frames)
+        )
+        if not call.streams_open:
+            return call.members
+        separator = ", " if call.count else ""
+        escaped = json.dumps(reading.open_text, ensure_ascii=False)[:-1]
+        return f"{call.members}{separator}{json.dumps(reading.open_key, ensure_ascii=False)}: {escaped}"
+
+
+def _reasoning_markers(reader: Dialect) -> tuple[str, ...]:
+    """The reasoning markers at which plain text may turn into reasoning
+    (an interleaved block's opening, a lone closing)."""
+    block = reader.reasoning_block()
+    if block is None:
+        return ()
+    return ((block.opening,) if block.interleaved else ()) + ((block.closing,) if block.lone_closing else ())
 
 
 def _call_openings(reader: Dialect, tools: Mapping[str, NormalizedTool]) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ def output_problems(
     auto) have no marker token: the scanner's count of them is added."""
     problems = [f"call of {e.tool!r} rejected: {e.reason}" for e in parsed.errors]
     names = [call["function"]["name"] for call in parsed.tool_calls]
-    dialect = get_dialect(compiled.dialect)
+    dialect = get_dialect(compiled.dialect).reading(compiled.reasoning)
     call_open = compiled.tokenizer.token_id(dialect.call_open)
     opened = sum(token == call_open for token in tokens)
     unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.call_open) for segment in dialect.scan(text))

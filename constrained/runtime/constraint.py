@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, ConstraintError
+from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
 from .mask_cache import MaskCache, MaskNode, mask_cache, single_token
@@ -77,6 +77,23 @@ class ConstraintEvent:
             f"sequence {self.row}: token {self.token_id} ({self.token!r}) at output position "
             f"{self.position} is not allowed by the grammar; the sequence is now {self.state.value}"
         )
+
+
+PROMPT_TAIL = 16
+"""Tokens at a prompt's end that say whether it opened a reasoning block."""
+
+
+def compiled_for_prompts(compiled: "CompiledTools", prompts: Sequence[str]) -> "CompiledTools":
+    """The set the outputs of ``prompts`` (each rendered prompt, or its
+    tail) need (:meth:`CompiledTools.after_prompt`): one for all, so
+    prompts that disagree on reasoning are an error."""
+    variants = {id(v): v for v in (compiled.after_prompt(prompt) for prompt in prompts)}
+    if len(variants) > 1:
+        raise GenerationError(
+            "the prompts of one batch disagree on reasoning (some end inside a reasoning block, some do not); "
+            "generate them in separate batches"
+        )
+    return next(iter(variants.values()), compiled)
 
 
 class ToolCallConstraint:

@@ -26,8 +26,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from ..compiler import CompiledTools, compile_tools
-from ..errors import ArgumentError, ConstrainedError, SchemaLimitError, UnsatisfiableSchemaError
+from ..dialects.base import Dialect
+from ..errors import ArgumentError, ConstrainedError, OptionError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames.toolset import normalize_tool_set
+from ..options import Reasoning, check_reasoning
 from ..tokenizers import Tokenizer
 from .constraint import OnViolation, ToolCallConstraint, fill_masks_together
 
@@ -51,7 +53,7 @@ class ToolsRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: str = "auto"
     parallel_tool_calls: bool = True
-    reasoning: bool = True
+    reasoning: Reasoning = True
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
@@ -75,6 +77,10 @@ class ToolsRequest:
             raise ArgumentError(f"{EXTRA_ARGS_KEY}: unknown fields {unknown}", argument=EXTRA_ARGS_KEY)
         if not isinstance(known.get("tools", []), list):
             raise ArgumentError(f"{EXTRA_ARGS_KEY}: 'tools' must be a list", argument=EXTRA_ARGS_KEY)
+        try:
+            check_reasoning(known.get("reasoning", True))
+        except OptionError as e:
+            raise ArgumentError(f"{EXTRA_ARGS_KEY}: {e}", argument=EXTRA_ARGS_KEY) from None
         return cls(**known)
 
     def check(self) -> None:
@@ -126,6 +132,42 @@ def _compiler() -> ThreadPoolExecutor:
     if _compile_thread is None:
         _compile_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constrained-compile")
     return _compile_thread
+
+
+_PROBE = "\u2063probe\u2063"
+_TEMPLATE_STATES = 256
+_template_reasoning: dict[tuple[int, str, str | None, str], Reasoning | None] = {}
+
+
+def template_reasoning(tokenizer: Any, dialect: Dialect, chat_template: str | None, kwargs: dict[str, Any]) -> Reasoning | None:
+    """What the generation prompt of ``tokenizer``'s chat template (or
+    ``chat_template``) says about reasoning with ``kwargs``
+    (:meth:`Dialect.prompt_reasoning` of its tail after a probe user turn),
+    or ``None`` when the template cannot be rendered or says nothing.
+    Cached: the tail depends on the template and its arguments, not on the
+    conversation."""
+    try:
+        arguments = json.dumps(kwargs, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    key = (id(tokenizer), dialect.name, chat_template, arguments)
+    if key not in _template_reasoning:
+        if len(_template_reasoning) >= _TEMPLATE_STATES:
+            _template_reasoning.clear()
+        try:
+            rendered = tokenizer.apply_chat_template(
+                [{"role": "user", "content": _PROBE}],
+                chat_template=chat_template,
+                add_generation_prompt=True,
+                tokenize=False,
+                **kwargs,
+            )
+        except Exception as exc:  # a template that needs more than one user turn, or none at all
+            logger.debug("chat template not rendered for its reasoning state: %s", exc)
+            rendered = None
+        tail = rendered.rpartition(_PROBE)[2] if isinstance(rendered, str) and _PROBE in rendered else None
+        _template_reasoning[key] = None if tail is None else dialect.prompt_reasoning(tail)
+    return _template_reasoning[key]
 
 
 Compiled = Union[CompiledTools, "Future[CompiledTools | None]"]

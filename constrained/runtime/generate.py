@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from ..compiler import CompiledTools, compile_tools
-from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint
+from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
 from ..errors import ArgumentError, GenerationError
-from ..options import CompileOptions, ToolChoice
+from ..options import CompileOptions, Reasoning, ToolChoice
 from ..output.parse import RejectedCall, parse_tool_calls
 from ..tokenizers import Tokenizer, load_tokenizer
 
@@ -83,7 +83,7 @@ def generate(
     *,
     tool_choice: ToolChoice = "auto",
     parallel_tool_calls: bool = True,
-    reasoning: bool = True,
+    reasoning: Reasoning = True,
     options: CompileOptions | None = None,
     max_new_tokens: int = 256,
     do_sample: bool = False,
@@ -106,8 +106,12 @@ def generate(
     ``parallel_tool_calls``, ``reasoning``) or one ``options`` object
     (:class:`~constrained.options.CompileOptions`). The prompt is built with ``chat_tokenizer``'s chat template when it
     has one, else in the dialect's own turn format with the tools listed as
-    JSON in a system turn. ``constrain=False`` runs the same loop without the
-    mask, for comparison.
+    JSON in a system turn. Where the prompt ends inside a reasoning block
+    (a thinking model's template, or the dialect's own turn format for
+    ``reasoning="open"`` and for families whose templates open it), the
+    output is constrained and parsed as starting inside it
+    (:meth:`CompiledTools.after_prompt`). ``constrain=False`` runs the same
+    loop without the mask, for comparison.
     """
     import torch
 
@@ -125,6 +129,7 @@ def generate(
     batch_input = _is_batch(prompt_or_messages)
     prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
     texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
+    compiled = compiled_for_prompts(compiled, texts)
     sampler = _Sampler(do_sample, temperature, top_k, top_p, seed)
     loop = _Loop(model, tok, compiled, len(texts), constrain, on_violation, sampler, fast_forward)
     with torch.inference_mode():
@@ -141,7 +146,7 @@ def build_prompt(prompt: Prompt, compiled: CompiledTools, chat_tokenizer: Any = 
             messages, tools=definitions, add_generation_prompt=True, tokenize=False
         )
         return text
-    return get_dialect(compiled.dialect).chat_prompt(messages, compiled.tools)
+    return get_dialect(compiled.dialect).chat_prompt(messages, compiled.tools, compiled.reasoning)
 
 
 def _is_batch(prompt: Any) -> bool:

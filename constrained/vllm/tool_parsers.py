@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 from vllm.entrypoints.generate.base.protocol import (
@@ -29,7 +30,7 @@ from ..dialects import DIALECTS, get_dialect
 from ..errors import OptionError
 from ..output.parse import parse_tool_calls
 from ..output.stream import Delta, ToolCallStreamParser
-from ..runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
+from ..runtime.engine import EXTRA_ARGS_KEY, ToolsRequest, template_reasoning
 from ..tokenizers import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,10 @@ class ConstrainedToolParser(ToolParser):
         described.check()
         request.skip_special_tokens = False
         if route() == "structured_outputs":
+            # vLLM applies the grammar after the reasoning its reasoning parser
+            # finds; one that allows a block serves the outputs that start after it.
+            if described.reasoning == "open":
+                described = replace(described, reasoning=True)
             compiled = described.compile(load_tokenizer(_tokenizer_path(self.model_tokenizer)))
             request.structured_outputs = StructuredOutputsParams(grammar=compiled.grammar)
             request.response_format = None
@@ -84,18 +89,25 @@ class ConstrainedToolParser(ToolParser):
         return request
 
     def tools_request(self, request: Any) -> ToolsRequest:
-        """The request's tools and choices as the constraint takes them; a
-        reasoning block is allowed when the request enables thinking
-        (``chat_template_kwargs``), else when the family thinks by default."""
+        """The request's tools and choices as the constraint takes them.
+        Reasoning is what the chat template's generation prompt says, with
+        the request's ``chat_template_kwargs`` (:func:`template_reasoning`):
+        ``"open"`` when it ends inside a reasoning block, no block when it
+        ends after an empty one; else a block is allowed when the request
+        enables thinking, or, when it does not say, the family thinks by
+        default."""
         tools = [tool.model_dump(exclude_none=True) for tool in request.tools or ()]
         template = getattr(request, "chat_template_kwargs", None) or {}
-        thinking = template.get("enable_thinking", template.get("thinking", get_dialect(self.dialect).thinks_by_default))
+        dialect = get_dialect(self.dialect)
+        reasoning = template_reasoning(self.model_tokenizer, dialect, getattr(request, "chat_template", None), template)
+        if reasoning is None:
+            reasoning = bool(template.get("enable_thinking", template.get("thinking", dialect.thinks_by_default)))
         return ToolsRequest(
             self.dialect,
             tools,
             tool_choice=_tool_choice(request.tool_choice),
             parallel_tool_calls=request.parallel_tool_calls is not False,
-            reasoning=bool(thinking),
+            reasoning=reasoning,
         )
 
     def _tools_for(self, request: Any) -> list[dict[str, Any]]:
