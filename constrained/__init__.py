@@ -5,6 +5,7 @@ emitters, the logits mask and the parser all work from that one reading.
 """
 
 import warnings as _warnings
+from importlib.metadata import version as _version
 
 from .compiler import CheckResult, CompiledTools, compile_tools
 from .runtime.constraint import ConstraintEvent, RowState, ToolCallConstraint, fill_masks_together
@@ -46,6 +47,8 @@ from .frames.types import effective_type, json_types
 from .output.stream import ToolCallStreamParser
 from .tokenizers import Tokenizer, TokenizerError, load_tokenizer
 from .tools import Tool, load_tool_entries, load_tools, load_tools_file
+
+__version__ = _version("constrained")
 
 __all__ = [
     "DIALECTS",

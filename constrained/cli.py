@@ -6,6 +6,7 @@ import argparse
 import functools
 import json
 import sys
+from importlib.metadata import version
 from dataclasses import fields, replace
 from typing import Any, Sequence, TypeVar
 
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="constrained",
         description="Compile tool schemas into a token-level constraint in a model's own tool-call syntax.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('constrained')}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     normalize = commands.add_parser(
@@ -57,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser(
         "compile",
         help="compile TOOLS into a constraint; print a summary, save the artifact with -o",
+        description="Compile TOOLS into a constraint in --dialect's syntax and print a JSON summary: the tools "
+        "compiled, the warnings (each relaxation, with tool and JSON Pointer) and the tools left out with why. "
+        "-o writes the compiled artifact; --grammar prints the grammar instead.",
     )
     _add_compile_arguments(compile_)
     compile_.add_argument("-o", "--output", help="write the compiled artifact (JSON) here")
@@ -67,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="exit 0 if TEXT is a complete output the constraint accepts, else 1",
         description="TEXT is what the model generates after the generation prompt, without the final "
-        "end-of-generation token. On rejection, prints the first rejected token index and byte offset as JSON.",
+        "end-of-generation token. On rejection, prints as JSON the first refused token (its index, byte "
+        "offset and text) and the text before it.",
     )
     _add_compile_arguments(check)
     check.add_argument(
@@ -76,7 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_check)
 
     parse = commands.add_parser(
-        "parse", help='read model output into JSON {"content", "reasoning", "tool_calls", "errors"}'
+        "parse",
+        help='read model output into JSON {"content", "reasoning", "tool_calls", "errors"}; exit 1 on errors',
+        description="Read TEXT, a model's output in --dialect, into content, reasoning and OpenAI-style tool "
+        "calls typed by the schemas of TOOLS. A call that is malformed or does not validate is not a call: its "
+        "text stays in the content, the reason is in errors, and the exit status is 1.",
     )
     _add_tools(parse)
     _add_dialect(parse)
@@ -84,7 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     parse.add_argument("trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default)")
     parse.set_defaults(run=_parse)
 
-    render = commands.add_parser("render", help="print calls as the model's template writes them")
+    render = commands.add_parser(
+        "render",
+        help="print calls as the model's template writes them",
+        description="Write CALLS in --dialect's syntax, as the family's chat template renders them (keys in "
+        "--key-order), for prompts, tests and comparisons.",
+    )
     _add_tools(render)
     _add_dialect(render)
     # "any" is an order the grammar allows, not one a renderer can write.
@@ -110,12 +125,12 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--model", default="default", help="'default' or a local transformers model folder")
     _add_dialect(generate, "default: gemma4 for the default model")
     _add_flags(generate, CompileOptions)
-    generate.add_argument("--max-new-tokens", type=int, default=256)
+    generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget (default 256)")
     generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    generate.add_argument("--temperature", type=float, default=1.0)
-    generate.add_argument("--top-k", type=int, default=0)
-    generate.add_argument("--top-p", type=float, default=1.0)
-    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--temperature", type=float, default=1.0, help="with --sample (default 1.0)")
+    generate.add_argument("--top-k", type=int, default=0, help="with --sample: keep the K likeliest (default 0: all)")
+    generate.add_argument("--top-p", type=float, default=1.0, help="with --sample: nucleus mass (default 1.0: all)")
+    generate.add_argument("--seed", type=int, default=0, help="with --sample: the sampler's seed (default 0)")
     generate.add_argument("--no-fast-forward", action="store_true", help="sample forced tokens one by one")
     generate.add_argument("--unconstrained", action="store_true", help="run without the constraint, to compare")
     generate.set_defaults(run=_generate)
@@ -168,7 +183,15 @@ def _add_tools(parser: argparse.ArgumentParser) -> None:
 
 def _add_dialect(parser: argparse.ArgumentParser, default_help: str | None = None) -> None:
     """``--dialect``: required, unless ``default_help`` says what leaving it out means."""
-    parser.add_argument("--dialect", required=default_help is None, choices=sorted(DIALECTS), help=default_help)
+    families = "; ".join(f"{name}: {dialect.family}" for name, dialect in sorted(DIALECTS.items()))
+    said = f" ({default_help})" if default_help else ""
+    parser.add_argument(
+        "--dialect",
+        required=default_help is None,
+        choices=sorted(DIALECTS),
+        metavar="DIALECT",
+        help=f"the tool-call syntax the model writes{said}: {families}",
+    )
 
 
 def _add_compile_arguments(parser: argparse.ArgumentParser, dialect_help: str | None = None) -> None:
@@ -277,17 +300,27 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    result = _compiled(args).check(_read(args.trailing))
+    compiled, text = _compiled(args), _read(args.trailing)
+    result = compiled.check(text)
     if result.accepted:
         return 0
-    _print_json(result.to_json())
+    assert result.token_index is not None and result.byte_offset is not None
+    tokens, data = compiled.tokenizer.encode(text), text.encode("utf-8")
+    refused = compiled.tokenizer.decode(tokens[result.token_index : result.token_index + 1])
+    _print_json(
+        {
+            **result.to_json(),
+            "before": data[max(0, result.byte_offset - 60) : result.byte_offset].decode("utf-8", "replace"),
+            "refused": refused if refused else "(the end of the turn: the output is not complete)",
+        }
+    )
     return 1
 
 
 def _parse(args: argparse.Namespace) -> int:
     parsed = parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect, reasoning=args.reasoning)
     _print_json(parsed.to_json())
-    return 0
+    return 1 if parsed.errors else 0
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ schema is compiled.
 from __future__ import annotations
 
 import copy
+import difflib
 import inspect
 import json
 import os
@@ -24,7 +25,9 @@ from .schema.refs import pointer_token
 
 __all__ = ["Tool", "load_tool_entries", "load_tools", "load_tools_file", "read_tools_file"]
 
-_FORMATS = ("openai", "function", "mcp", "pydantic", "bfcl")
+_FORMATS = ("openai", "function", "mcp", "anthropic", "pydantic", "bfcl")
+_SCHEMA_KEYS = {"mcp": "inputSchema", "anthropic": "input_schema"}
+"""The key that holds the parameters' schema, where it is not ``parameters``."""
 
 # BFCL's own type names and what BFCL maps them to; None means untyped (BFCL's
 # ``any``: any value). JSON Schema's own names are left as they are.
@@ -62,7 +65,8 @@ class Tool:
     ``parameters`` is the JSON Schema of the arguments as a plain dict: a deep
     copy of the input (callers may keep editing theirs), BFCL type names
     already mapped, a boolean schema written as its dict equivalent. ``source``
-    records the input form ("openai", "function", "mcp", "pydantic", "bfcl")
+    records the input form ("openai", "function", "mcp", "anthropic",
+    "pydantic", "bfcl")
     for messages and round trips. ``warnings`` says where a type name was
     mapped that is not the form's own (BFCL's or Python's names outside a
     BFCL definition, Python's inside one); :func:`normalize_tool` adds them
@@ -175,6 +179,8 @@ def _detect(entry: object) -> str | None:
         return "openai"
     if "inputSchema" in entry:
         return "mcp"
+    if "input_schema" in entry:
+        return "anthropic"
     if "name" in entry or "parameters" in entry:
         return "bfcl" if _uses_bfcl_types(entry.get("parameters")) else "function"
     return None
@@ -190,7 +196,7 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
             f"a tool definition in format {format!r}" if format is not None
             else "an OpenAI tool {type: function, function: {...}}, a function "
             "{name, description, parameters}, an MCP tool {name, description, "
-            "inputSchema} or a Pydantic model class"
+            "inputSchema}, an Anthropic tool {name, description, input_schema} or a Pydantic model class"
         )
         if isinstance(entry, dict):
             found = f"keys: {_keys(entry)}"
@@ -230,10 +236,35 @@ def _load_entry(entry: object, index: int, format: str | None) -> Tool:
     if not isinstance(name, str) or not name:
         raise ToolDefinitionError(f"tools[{index}]: tool name must be a non-empty string, got {name!r}")
     where = f"tool {name!r}"
-    key = "inputSchema" if form == "mcp" else "parameters"
+    key = _SCHEMA_KEYS.get(form, "parameters")
+    if key not in fields:
+        _refuse_misspelt_schema(fields, key, where)
     raw = fields.get(key, {"type": "object", "properties": {}})
     params, warnings = _parameters(raw, name, form)
     return Tool(name, _description(fields.get("description"), where), params, form, warnings)
+
+
+_SCHEMA_KEY_SLIPS = frozenset({"parameter", "params", "param", "arguments", "args", "schema", "json_schema",
+                               "input", "inputs", "inputSchema", "input_schema", "parameters", "properties"})
+"""Keys a tool definition that leaves out its schema key may hold the schema
+under instead (with the close misspellings :func:`difflib.get_close_matches`
+finds of the schema keys)."""
+
+
+def _refuse_misspelt_schema(fields: dict[str, Any], key: str, where: str) -> None:
+    """Raise :class:`ToolDefinitionError` when a definition without ``key``
+    (a tool without parameters, as written) holds a key that is likely the
+    schema under another name (``parameter``, ``input_schema`` in an OpenAI
+    function): read as written, the tool would take no arguments, and every
+    real call of it would be refused."""
+    others = [k for k in fields if isinstance(k, str) and k not in ("name", "description", "type", "strict")]
+    slips = [k for k in others if k in _SCHEMA_KEY_SLIPS]
+    slips += difflib.get_close_matches(key, [k for k in others if k not in slips], n=1, cutoff=0.75)
+    if slips:
+        raise ToolDefinitionError(
+            f"{where}: has no {key!r} but has {slips[0]!r}; write the parameters' schema under {key!r} "
+            f"(a tool without parameters has neither)"
+        )
 
 
 def _description(value: object, where: str) -> str:

@@ -89,6 +89,8 @@ def test_check_reports_the_first_rejected_token(tmp_path):
     assert report["accepted"] is False
     assert report["byte_offset"] <= len(prefix.encode()) <= report["byte_offset"] + len("content")
     assert report["token_index"] > 0
+    # What was refused, and what came before it, as text.
+    assert prefix.startswith(report["before"]) and report["before"] + report["refused"] in text
 
 
 def test_check_rejects_a_value_out_of_bounds(tmp_path):
@@ -101,7 +103,10 @@ def test_check_rejects_a_value_out_of_bounds(tmp_path):
 def test_check_required_rejects_plain_text(tmp_path):
     result = run("check", tools_file(tmp_path), "--dialect", "gemma4", "--tool-choice", "required", "hello")
     assert result.returncode == 1
-    assert json.loads(result.stdout) == {"accepted": False, "token_index": 0, "byte_offset": 0}
+    assert json.loads(result.stdout) == {
+        "accepted": False, "token_index": 0, "byte_offset": 0, "before": "", "refused": "hello"}
+    cut = run("check", tools_file(tmp_path), "--dialect", "gemma4", "--tool-choice", "required", "<|tool_call>call:")
+    assert "the end of the turn" in json.loads(cut.stdout)["refused"]
 
 
 def test_compile_saves_an_artifact(tmp_path):
@@ -131,3 +136,13 @@ def test_parse_prints_typed_calls_and_errors(tmp_path):
     broken = run("parse", tools_file(tmp_path), "--dialect", "qwen3_coder", QWEN_CALL.replace("write_file", "rm"))
     report = json.loads(broken.stdout)
     assert report["tool_calls"] == [] and report["errors"][0]["tool"] == "rm"
+    assert broken.returncode == 1  # a rejected call, as normalize exits 1 on a left-out tool
+
+
+def test_the_version_is_the_packages():
+    import constrained
+    from importlib.metadata import version
+
+    assert constrained.__version__ == version("constrained")
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout == f"constrained {constrained.__version__}\n"

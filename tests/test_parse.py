@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from constrained import ToolCallStreamParser
 from constrained.dialects import DIALECTS
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
@@ -237,3 +239,20 @@ def test_a_key_matching_a_pattern_property_is_typed_by_that_pattern():
     }
     text = "<tool_call>\n<function=f>\n<parameter=n_size>\n5\n</parameter>\n<parameter=note>\n5\n</parameter>\n</function>\n</tool_call>"
     assert arguments(parse_tool_calls(text, [tool], "qwen3_coder")) == {"n_size": 5, "note": "5"}
+
+
+@pytest.mark.random_call_ids
+def test_call_ids_never_repeat_across_outputs_and_a_stream_keeps_its_own():
+    """Clients match tool results to calls by id over a whole conversation:
+    the same call in two outputs (every turn's first ``write_file``) gets two
+    ids; a stream's streamed ids are its result's."""
+    text = render_tool_calls([{"name": "write_file", "arguments": {"path": "a", "content": "b"}}] * 2, [WRITE_FILE],
+                             "qwen3_coder")
+    ids = [call["id"] for _ in range(50) for call in parse_tool_calls(text, [WRITE_FILE], "qwen3_coder").tool_calls]
+    assert len(set(ids)) == len(ids) == 100
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
+    stream = ToolCallStreamParser([WRITE_FILE], "qwen3_coder")
+    deltas = [d for i in range(0, len(text), 5) for d in stream.feed(text[i : i + 5])] + stream.close()
+    streamed = [call["id"] for d in deltas for call in d.get("tool_calls", ()) if "id" in call]
+    assert stream.result is not None and streamed == [call["id"] for call in stream.result.tool_calls]
+    assert not set(streamed) & set(ids)

@@ -117,7 +117,7 @@ def test_long_values_full_of_markup_stream_as_the_parser_reads_them(dialect, ste
     assert len(early) > 0.95 * len(expected.tool_calls[0]["function"]["arguments"])
 
 
-def counted_work(dialect: str, text: str, step: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+def counted_work(dialect: str, text: str, step: int) -> tuple[int, int]:
     """The characters the stream parser's string work touches streaming
     ``text`` ``step`` characters at a time (and closing), and the number
     of feeds."""
@@ -133,16 +133,16 @@ def counted_work(dialect: str, text: str, step: int, monkeypatch: pytest.MonkeyP
         return counted
 
     reader = parser._reader
-    monkeypatch.setattr(reader, "scan", counting(reader.scan, lambda args, _: len(args[0])))
-    monkeypatch.setattr(reader, "partial_body", counting(reader.partial_body, lambda args, _: len(args[0])))
-    monkeypatch.setattr(parser._text, "read", counting(parser._text.read, lambda _, result: len(result)))
-    monkeypatch.setattr(json, "dumps", counting(json.dumps, lambda _, result: len(result)))
     feeds = 0
-    for i in range(0, len(text), step):
-        parser.feed(text[i : i + step])
-        feeds += 1
-    parser.close()
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reader, "scan", counting(reader.scan, lambda args, _: len(args[0])))
+        patch.setattr(reader, "partial_body", counting(reader.partial_body, lambda args, _: len(args[0])))
+        patch.setattr(parser._text, "read", counting(parser._text.read, lambda _, result: len(result)))
+        patch.setattr(json, "dumps", counting(json.dumps, lambda _, result: len(result)))
+        for i in range(0, len(text), step):
+            parser.feed(text[i : i + step])
+            feeds += 1
+        parser.close()
     assert parser.result == parse_tool_calls(text, TOOLS, dialect)
     return work[0], feeds
 
@@ -169,15 +169,15 @@ def shapes(dialect: str, size: int) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_a_200_kb_value_costs_work_linear_in_its_length(dialect, monkeypatch):
+def test_a_200_kb_value_costs_work_linear_in_its_length(dialect):
     text = shapes(dialect, 200_000)["string value"]
-    work, feeds = counted_work(dialect, text, 3, monkeypatch)
+    work, feeds = counted_work(dialect, text, 3)
     assert work >= len(text)  # the counters see the parser's work
     assert work <= 12 * len(text) + 64 * feeds
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_every_shape_of_output_costs_work_linear_in_its_length(dialect, monkeypatch):
+def test_every_shape_of_output_costs_work_linear_in_its_length(dialect):
     for shape, text in shapes(dialect, 30_000).items():
-        work, feeds = counted_work(dialect, text, 1, monkeypatch)
+        work, feeds = counted_work(dialect, text, 1)
         assert len(text) <= work <= 12 * len(text) + 64 * feeds, shape

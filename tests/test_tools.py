@@ -431,3 +431,51 @@ def test_load_tools_file_invalid_json(tmp_path: Path) -> None:
     path.write_text("[{", encoding="utf-8")
     with pytest.raises(ToolDefinitionError, match="broken.json: not valid JSON"):
         load_tools_file(path)
+
+
+ANTHROPIC = {
+    "name": "get_weather",
+    "description": "Weather for a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def test_anthropic_tools_are_read_with_their_input_schema() -> None:
+    [tool] = load_tools([ANTHROPIC])
+    assert (tool.name, tool.source, tool.parameters) == ("get_weather", "anthropic", ANTHROPIC["input_schema"])
+    assert load_tools(ANTHROPIC, format="anthropic") == [tool]
+    # Compiled, its required key is constrained: a call without it is refused.
+    from constrained import compile_tools
+
+    compiled = compile_tools([ANTHROPIC], "hermes", "qwen3", tool_choice="required")
+    assert compiled.left_out == ()
+    assert not compiled.check('<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>').accepted
+    assert compiled.check('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>').accepted
+
+
+@pytest.mark.parametrize(
+    "entry, found",
+    [
+        ({"type": "function", "function": {"name": "f", "parameter": {"type": "object"}}}, "parameter"),
+        ({"type": "function", "function": {"name": "f", "input_schema": {"type": "object"}}}, "input_schema"),
+        ({"name": "f", "paramters": {"type": "object"}}, "paramters"),
+        ({"name": "f", "params": {"type": "object"}}, "params"),
+        ({"name": "f", "args": {"type": "object"}}, "args"),
+    ],
+)
+def test_a_schema_under_another_key_is_refused_naming_it(entry: dict, found: str) -> None:
+    """Read as written, such a tool would take no arguments and every real
+    call of it would be refused: the definition is refused instead, and a
+    tool set leaves that tool out, by name and reason."""
+    with pytest.raises(ToolDefinitionError, match=f"tool 'f': has no 'parameters' but has '{found}'"):
+        load_tools([entry])
+    from constrained import compile_tools
+
+    compiled = compile_tools([entry, ANTHROPIC], "hermes", "qwen3")
+    assert [t.name for t in compiled.tools] == ["get_weather"]
+    assert [t.name for t in compiled.left_out] == ["f"] and found in compiled.left_out[0].reason
+
+
+def test_a_tool_without_parameters_still_loads() -> None:
+    [tool] = load_tools([{"name": "now", "description": "The time.", "strict": True}])
+    assert tool.parameters == {"type": "object", "properties": {}}

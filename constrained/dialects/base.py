@@ -49,6 +49,8 @@ class Dialect(ABC):
     """One tool-call syntax."""
 
     name: ClassVar[str]
+    family: ClassVar[str]
+    """The models that write this syntax, for help texts."""
     value_syntax: ClassVar[ValueSyntax]
     trained_key_order: ClassVar[str]
     """Key order the family's chat template renders: "schema" or "alphabetical"."""

@@ -71,6 +71,7 @@ file's ``call`` rule writes it too)."""
 
 class Gemma4(Dialect):
     name = "gemma4"
+    family = "Gemma 4"
     default_tokenizer = "gemma4"
     value_syntax = gemma_syntax('<|"|>')
     trained_key_order = "alphabetical"
@@ -244,6 +245,7 @@ class Gemma4(Dialect):
 
 class FunctionGemma(Gemma4):
     name = "functiongemma"
+    family = "FunctionGemma (Gemma 3 270M)"
     default_tokenizer = "functiongemma"
     value_syntax: ClassVar[ValueSyntax] = gemma_syntax("<escape>")
     string_delimiter = "<escape>"

@@ -52,6 +52,7 @@ _BROKEN_NAME = re.compile(r"\S\s*\n\s*\S")
 
 class Glm45(RawValueDialect):
     name = "glm45"
+    family = "GLM-4.5, GLM-4.6"
     argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
@@ -243,6 +244,7 @@ def _no_constant(word: str) -> Any:
 
 class Glm47(Glm45):
     name = "glm47"
+    family = "GLM-4.7"
     prompt_opens_reasoning = True
     newline = ""
     call_separator = ""

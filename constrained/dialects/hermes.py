@@ -24,6 +24,7 @@ from .segments import Decoded, Malformed, Nested, OpenValue, Parsed, Partial, Va
 
 class Hermes(Dialect):
     name = "hermes"
+    family = "Qwen2.5, Qwen3 (JSON in tags)"
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"
     end_tokens = ("<|im_end|>",)

@@ -84,6 +84,7 @@ def _parameter(key: str) -> str:
 
 class Qwen3Coder(RawValueDialect):
     name = "qwen3_coder"
+    family = "Qwen3-Coder, Qwen3.5, Qwen3.6"
     argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
     trained_key_order = "schema"

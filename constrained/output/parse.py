@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -80,7 +81,13 @@ def parse_tool_calls(text: str, tools: Any, dialect: str, *, reasoning: Reasonin
     tool left out of the set (see :func:`usable_tools`) is an error.
     ``reasoning="open"`` says the prompt opened a reasoning block, so the
     text starts inside it (by default, the compiled set's own option)."""
-    chosen = reader(dialect, tools, reasoning)
+    return read_output(text, tools, reader(dialect, tools, reasoning), CallIds())
+
+
+def read_output(text: str, tools: Any, chosen: Dialect, ids: "CallIds") -> ParseResult:
+    """:func:`parse_tool_calls` with ``chosen`` (a dialect reading with its
+    reasoning state) and the ids of one output (a stream's own, so that its
+    result has the ids it streamed)."""
     tool_set = usable_tools(tools, chosen)
     by_name = tool_set.by_name()
     left_out = tool_set.left_out_by_name()
@@ -96,7 +103,7 @@ def parse_tool_calls(text: str, tools: Any, dialect: str, *, reasoning: Reasonin
         else:
             assert isinstance(segment, CallSegment)
             try:
-                calls.append(openai_call(segment, by_name, chosen.python_literals, left_out))
+                calls.append(openai_call(segment, by_name, chosen.python_literals, ids, left_out))
             except CallRejected as exc:
                 content.append(segment.text)
                 errors.append(RejectedCall(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
@@ -127,6 +134,7 @@ def openai_call(
     segment: CallSegment,
     tools: Mapping[str, NormalizedTool],
     python_literals: bool,
+    ids: "CallIds",
     left_out: Mapping[str, LeftOutTool] | None = None,
 ) -> dict[str, Any]:
     """One call segment as an OpenAI tool call (raises CallRejected)."""
@@ -146,7 +154,7 @@ def openai_call(
             raise CallRejected(f"the arguments, a JSON-encoded string, decoded do not fit {tool.name!r}: {exc}") from None
         raise
     return {
-        "id": call_id(segment.start, tool.name),
+        "id": ids(segment.start, tool.name),
         "type": "function",
         "function": {"name": tool.name, "arguments": json.dumps(arguments, ensure_ascii=False)},
     }
@@ -424,11 +432,23 @@ def validate(tool: NormalizedTool, arguments: dict[str, Any]) -> None:
         raise CallRejected(f"schema validation failed at /{where}: {error.message}")
 
 
-def call_id(start: int, name: str) -> str:
-    """A stable id for the call of ``name`` at offset ``start``: known as soon
-    as the name is, and the same when streaming and when not."""
-    digest = hashlib.sha256(f"{start}:{name}".encode("utf-8")).hexdigest()[:24]
-    return f"call_{digest}"
+def _new_salt() -> str:
+    return secrets.token_hex(16)
+
+
+class CallIds:
+    """The call ids of one output: ``call_`` and 24 hex digits, from the
+    call's offset and name and a random salt of the output, so ids never
+    repeat across outputs (clients match tool results to calls by id over a
+    whole conversation), and a call's id is known as soon as its name is
+    (a stream sends it then, and its result has the same)."""
+
+    def __init__(self) -> None:
+        self.salt = _new_salt()
+
+    def __call__(self, start: int, name: str) -> str:
+        digest = hashlib.sha256(f"{self.salt}:{start}:{name}".encode("utf-8")).hexdigest()[:24]
+        return f"call_{digest}"
 
 
 def _byte_span(text: str, start: int, end: int) -> tuple[int, int]:

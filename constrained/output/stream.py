@@ -36,8 +36,9 @@ accepted or rejected exactly as the non-streaming parser does it
 
 So, for every text and every way of cutting it into pieces, the content
 deltas concatenate to exactly ``parse_tool_calls(text).content``, and the
-calls streamed and not reported below are exactly its ``tool_calls`` (same
-ids; the fragments of a call concatenate to its ``arguments``). No text is
+calls streamed and not reported below are exactly its ``tool_calls`` (the
+fragments of a call concatenate to its ``arguments``; the ids are those of
+:attr:`ToolCallStreamParser.result`: every output has its own). No text is
 ever lost: a call rejected when it settles (or at ``close()``) comes out as
 content, and when it had been streamed (its fragments cannot be taken back),
 a ``{"tool_call_errors": [{"index", "id", "reason"}]}`` delta reports it
@@ -90,11 +91,11 @@ from ..errors import StreamClosedError
 from .parse import (
     CallRejected,
     ParseResult,
-    call_id,
     candidate_branches,
     member_frame,
     openai_call,
-    parse_tool_calls,
+    CallIds,
+    read_output,
     read_raw,
     reader,
     usable_tools,
@@ -193,6 +194,7 @@ class ToolCallStreamParser:
     def __init__(self, tools: Any, dialect: str, *, reasoning: Reasoning | None = None) -> None:
         self.dialect = reader(dialect, tools, reasoning)
         self.tool_set = usable_tools(tools, self.dialect)
+        self._ids = CallIds()
         self.tools = self.tool_set.by_name()
         self.result: ParseResult | None = None
         self._text = _Text()
@@ -237,8 +239,7 @@ class ToolCallStreamParser:
         if self.result is not None:
             return []
         deltas = self._advance(final=True)
-        opened = "open" if self.dialect.reasoning_opened else True
-        self.result = parse_tool_calls(self.text, self.tool_set, self.dialect.name, reasoning=opened)
+        self.result = read_output(self.text, self.tool_set, self.dialect, self._ids)
         return deltas
 
     # -- segments --------------------------------------------------------------------
@@ -381,7 +382,7 @@ class ToolCallStreamParser:
         if self._open is not None and self._open.start == segment.start:
             self._open = None
         try:
-            accepted = openai_call(segment, self.tools, self.dialect.python_literals, self._left_out)
+            accepted = openai_call(segment, self.tools, self.dialect.python_literals, self._ids, self._left_out)
         except CallRejected as exc:
             if streamed is not None:
                 self._reject(deltas, str(exc))
@@ -466,7 +467,7 @@ class ToolCallStreamParser:
             call.streams_open = False
 
     def _start(self, deltas: list[Delta], start: int, name: str) -> _StreamedCall:
-        call = _StreamedCall(start, self._streamed, call_id(start, name))
+        call = _StreamedCall(start, self._streamed, self._ids(start, name))
         self._streamed += 1
         self._call = call
         first = {"index": call.index, "id": call.id, "type": "function", "function": {"name": name, "arguments": ""}}
