@@ -54,16 +54,26 @@ class ToolWarning:
 @dataclass(frozen=True)
 class CheckResult:
     """Whether a model output is one the constraint accepts, and if not,
-    where the first rejected token starts."""
+    where the first rejected token starts and what the constraint allowed
+    there: how many tokens, and which of them are special tokens (the
+    markers, such as ``</think>`` or the end of the turn)."""
 
     accepted: bool
     token_index: int | None = None
     byte_offset: int | None = None
+    allowed_tokens: int | None = None
+    allowed_markers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         if self.accepted:
             return {"accepted": True}
-        return {"accepted": False, "token_index": self.token_index, "byte_offset": self.byte_offset}
+        return {
+            "accepted": False,
+            "token_index": self.token_index,
+            "byte_offset": self.byte_offset,
+            "allowed_tokens": self.allowed_tokens,
+            "allowed_markers": list(self.allowed_markers),
+        }
 
 
 @dataclass(frozen=True)
@@ -129,10 +139,10 @@ class CompiledTools:
         tokens = self.tokenizer.encode(text)
         matcher = self.matcher()
         valid = matcher.validate_tokens(tokens)
+        matcher.consume_tokens(tokens[:valid])
         if valid < len(tokens):
             offset = sum(len(self.tokenizer.token_bytes(token)) for token in tokens[:valid])
-            return CheckResult(False, valid, offset)
-        matcher.consume_tokens(tokens)
+            return CheckResult(False, valid, offset, *self._allowed(matcher))
         for marker in self._end_markers():
             end = self.tokenizer.token_id(marker)
             # validate_tokens() never passes an end-of-sequence token; a trial
@@ -141,7 +151,17 @@ class CompiledTools:
             if end is not None and trial.consume_token(end) and not trial.is_error():
                 return CheckResult(True)
         offset = len(text.encode("utf-8"))
-        return CheckResult(False, len(tokens), offset)
+        return CheckResult(False, len(tokens), offset, *self._allowed(matcher))
+
+    def _allowed(self, matcher: Any) -> tuple[int, tuple[str, ...]]:
+        """How many tokens ``matcher`` allows next, and the special ones."""
+        import numpy as np
+
+        words = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32)
+        allowed = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+        allowed = allowed[allowed < self.tokenizer.vocab_size]
+        markers = tuple(self.tokenizer.decode([int(t)]) for t in allowed if self.tokenizer.is_special(int(t)))
+        return len(allowed), markers
 
     def after_prompt(self, prompt: str) -> "CompiledTools":
         """This set as the output of ``prompt`` needs it: compiled again

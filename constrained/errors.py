@@ -1,5 +1,25 @@
 """Exception classes, and the record of a warning. Every error names what
-was wrong, where, and why."""
+was wrong, where, and why.
+
+::
+
+    ConstrainedError                    every error raised on purpose
+    ├── ToolDefinitionError (ValueError)   a tool definition that cannot be used
+    ├── SchemaError (ValueError)           a schema malformed where it is read
+    │   ├── UnsatisfiableSchemaError          no value satisfies it
+    │   └── SchemaLimitError                  past a size or depth limit
+    ├── UnknownDialectError (ValueError)   no dialect of that name
+    ├── CompileError (ValueError)          the tool set cannot be compiled
+    │   └── OptionError                       an option's value (also an ArgumentError)
+    ├── ArgumentError (ValueError)         an argument's value
+    │   └── OptionError
+    ├── StreamClosedError (ValueError)     ``feed()`` after ``close()``
+    ├── TokenizerError (ValueError)        a tokenizer that cannot be loaded or used
+    ├── ConstraintError (RuntimeError)     a constraint used out of order
+    └── GenerationError (RuntimeError)     generation cannot go on
+
+A test (``tests/test_errors_tree.py``) keeps this drawing and the classes
+the same."""
 
 from __future__ import annotations
 

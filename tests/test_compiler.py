@@ -266,7 +266,9 @@ def test_turn_must_be_allowed_to_end_after_the_text(dialect):
         result = ct.check(unclosed)
         assert (result.accepted, result.token_index) == (False, len(tokenizer.encode(unclosed)))
     required = compiled(TOOLS, dialect, tool_choice="required")
-    assert required.check("").to_json() == {"accepted": False, "token_index": 0, "byte_offset": 0}
+    refused = required.check("")
+    assert (refused.accepted, refused.token_index, refused.byte_offset) == (False, 0, 0)
+    assert get_dialect(dialect).call_open in refused.allowed_markers  # what the output must start with
 
 
 @pytest.mark.parametrize(
@@ -317,6 +319,12 @@ def expected_rejection(tokenizer: Tokenizer, text: str, bad: int) -> tuple[int, 
     return index, starts[index]
 
 
+def where(result) -> tuple[int | None, int | None]:
+    """Where a rejected output was refused (and that it was)."""
+    assert not result.accepted and result.to_json()["accepted"] is False
+    return result.token_index, result.byte_offset
+
+
 def test_check_reports_the_first_rejected_token_and_its_byte_offset():
     ct = compiled(TOOLS, "qwen3_coder")
     lead = "Grüße aus Köln — ich speichere die Notizen.\n"
@@ -328,19 +336,21 @@ def test_check_reports_the_first_rejected_token_and_its_byte_offset():
     bad = text.encode().index(b"yes")
     assert bad != text.index("yes")  # bytes, not characters
     index, offset = expected_rejection(ct.tokenizer, text, bad)
-    assert ct.check(text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+    assert where(ct.check(text)) == (index, offset)
+    refused = ct.check(text)  # where a boolean starts: a few tokens, no marker
+    assert 0 < (refused.allowed_tokens or 0) < 100 and refused.allowed_markers == ()
 
     # A required key skipped: the first key must be path.
     text = lead + "<tool_call>\n<function=write_file>\n<parameter=content>\nx\n</parameter>\n"
     bad = len((lead + "<tool_call>\n<function=write_file>\n<parameter=").encode())
     index, offset = expected_rejection(ct.tokenizer, text, bad)
-    assert ct.check(text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+    assert where(ct.check(text)) == (index, offset)
 
     gemma = compiled(TOOLS, "gemma4")
     text = '¿Guardo las notas?<|tool_call>call:write_file{content:<|"|>naïve ☃<|"|>,overwrite:maybe}<tool_call|>'
     bad = text.encode().index(b"maybe")
     index, offset = expected_rejection(gemma.tokenizer, text, bad)
-    assert gemma.check(text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+    assert where(gemma.check(text)) == (index, offset)
 
 
 @pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4"])
@@ -358,7 +368,7 @@ def test_byte_offset_counts_bytes_when_a_token_splits_a_character(dialect):
     bad = bad_text.encode().index("ꙮ".encode()) + 2  # the third byte differs
     index, offset = expected_rejection(ct.tokenizer, bad_text, bad)
     assert offset == bad  # the vocabulary splits the character there
-    assert ct.check(bad_text).to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}
+    assert where(ct.check(bad_text)) == (index, offset)
 
 
 # -- key order ----------------------------------------------------------------------
@@ -590,7 +600,7 @@ def test_qwen_string_value_ends_at_the_closing_line():
             assert result.accepted
             continue
         index, offset = expected_rejection(tokenizer, text, bad)
-        assert result.to_json() == {"accepted": False, "token_index": index, "byte_offset": offset}, value
+        assert where(result) == (index, offset), value
     # Before the closing line the text may still go on as part of the value.
     within = allowed_next(ct, tokenizer.encode(prefix[: -len("</parameter>\n")]))
     assert any(not tokenizer.token_bytes(i).startswith(b"<") for i in within)
