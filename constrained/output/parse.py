@@ -192,7 +192,7 @@ def _arguments_by(
         frames = member_frames(branch, key)
         if not frames:
             raise CallRejected(f"{tool.name!r} has no parameter {key!r}")
-        arguments[key] = value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
+        arguments[key] = read_value(value, frames, tool, key, python_literals)
     missing = [key for key in _required(branch) if key not in arguments]
     if missing:
         raise CallRejected(f"missing required parameter(s) {', '.join(map(repr, missing))}")
@@ -267,7 +267,7 @@ def _misfit(
     for key, value in pairs:
         frames = member_frames(branch, key) or []
         try:
-            read = value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
+            read = read_value(value, frames, tool, key, python_literals)
         except (CallRejected, IndexError) as exc:
             return str(exc) if isinstance(exc, CallRejected) else None
         misfit = next((f for f in frames if not frame_accepts(f, read, definitions)), None)
@@ -303,7 +303,7 @@ def _discriminated(
         value = given[key]
         frame = member_frames(branch, key)
         try:
-            read = value.value if isinstance(value, Parsed) else read_raw(value.text, frame[0], tool, key, python_literals)  # type: ignore[index]
+            read = read_value(value, frame or [], tool, key, python_literals)
         except CallRejected:
             return False
         if not frame_accepts(EnumFrame((tag,)), read):
@@ -327,6 +327,12 @@ def _discriminators(
         else:
             return key, values
     return None
+
+
+def read_value(value: Raw | Parsed, frames: list[Frame], tool: NormalizedTool, key: str, python_literals: bool) -> Any:
+    """The value of ``key``: as its syntax typed it, or, written as raw
+    text, read by the first of its ``frames`` (:func:`read_raw`)."""
+    return value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
 
 
 def read_raw(text: str, frame: Frame, tool: NormalizedTool, key: str, python_literals: bool) -> Any:
@@ -405,7 +411,7 @@ def candidate_branches(
                 frames = member_frames(branch, key)
                 if not frames:
                     raise CallRejected(key)
-                read = value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, python_literals)
+                read = read_value(value, frames, tool, key, python_literals)
                 if not all(frame_accepts(f, read, tool.schema.definitions) for f in frames):
                     raise CallRejected(key)
         except CallRejected:

@@ -86,7 +86,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from ..dialects.base import Dialect
-from ..dialects.segments import CallSegment, Malformed, Parsed, Partial, Segment, fences_in, held_back
+from ..dialects.segments import CallSegment, Malformed, Partial, Segment, fences_in, held_back
 from ..errors import StreamClosedError
 from .parse import (
     CallRejected,
@@ -96,7 +96,7 @@ from .parse import (
     openai_call,
     CallIds,
     read_output,
-    read_raw,
+    read_value,
     reader,
     usable_tools,
 )
@@ -513,9 +513,7 @@ class ToolCallStreamParser:
                 if frame is None or key in call.keys:
                     return None
                 call.keys.add(key)
-                typed = value.value if isinstance(value, Parsed) else read_raw(
-                    value.text, frame, tool, key, self.dialect.python_literals
-                )
+                typed = read_value(value, [frame], tool, key, self.dialect.python_literals)
                 member = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(typed, ensure_ascii=False)}"
                 call.members += f", {member}" if call.count else member
                 call.count += 1
@@ -544,10 +542,7 @@ class ToolCallStreamParser:
         try:
             for key, value in reading.pairs[call.count :]:
                 texts = {
-                    json.dumps(
-                        value.value if isinstance(value, Parsed) else read_raw(value.text, frames[0], tool, key, literals),
-                        ensure_ascii=False,
-                    )
+                    json.dumps(read_value(value, frames, tool, key, literals), ensure_ascii=False)
                     for branch in possible
                     if (frames := member_frames(branch, key))
                 }
