@@ -8,7 +8,8 @@ import json
 import sys
 from importlib.metadata import version
 from dataclasses import fields, replace
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Sequence
 
 from .compiler import CompiledTools, compile_tools
 from .dialects import DIALECTS

@@ -13,7 +13,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
@@ -93,7 +94,7 @@ class CompiledTools:
     Pointer and the reason (also in :attr:`warnings`); a call of one is an
     error in the parser's ``errors``."""
     _template: Any = field(default=None, init=False, repr=False, compare=False)
-    _variants: dict[Any, "CompiledTools"] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _variants: dict[Any, CompiledTools] = field(default_factory=dict, init=False, repr=False, compare=False)
     """The same set compiled with another reasoning (:meth:`after_prompt`)."""
     _masks: Any = field(default=None, init=False, repr=False, compare=False)
     """The masks computed so far for this set, shared by every constraint
@@ -163,7 +164,7 @@ class CompiledTools:
         markers = tuple(self.tokenizer.decode([int(t)]) for t in allowed if self.tokenizer.is_special(int(t)))
         return len(allowed), markers
 
-    def after_prompt(self, prompt: str) -> "CompiledTools":
+    def after_prompt(self, prompt: str) -> CompiledTools:
         """This set as the output of ``prompt`` needs it: compiled again
         (cached) with the reasoning the prompt's tail says
         (:meth:`Dialect.prompt_reasoning`) where that differs from its own:
@@ -214,7 +215,7 @@ class CompiledTools:
         Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: str | Path, tokenizer: Tokenizer | str) -> "CompiledTools":
+    def load(cls, path: str | Path, tokenizer: Tokenizer | str) -> CompiledTools:
         """Read an artifact written by :meth:`save`; ``tokenizer`` must have
         the vocabulary it was compiled for."""
         tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)

@@ -37,7 +37,7 @@ class ToolCallLogitsProcessor:
 
     def __init__(
         self,
-        compiled: "CompiledTools",
+        compiled: CompiledTools,
         *,
         enabled: bool = True,
         on_violation: OnViolation = "unconstrained",
@@ -52,14 +52,14 @@ class ToolCallLogitsProcessor:
         self._prompt_end: list[int] = []  # each row's last prompt token
         prepare_tables(compiled.tokenizer, compiled.dialect)  # here, not in the first step
 
-    def __call__(self, input_ids: "torch.LongTensor", scores: "torch.FloatTensor") -> "torch.FloatTensor":
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if not self.enabled:
             return scores
         constraint = self.sync(input_ids)
         constraint.mask_logits(scores)
         return scores
 
-    def sync(self, input_ids: "torch.Tensor") -> ToolCallConstraint:
+    def sync(self, input_ids: torch.Tensor) -> ToolCallConstraint:
         """Feed the constraint every row's newest token it has not seen yet;
         start over on a new prompt (a length that is not one more than last
         time, or other tokens where the prompt ended)."""
@@ -94,7 +94,7 @@ class ToolCallLogitsProcessor:
         self._length = 0
         self._last = []
 
-    def _start(self, input_ids: "torch.Tensor") -> ToolCallConstraint:
+    def _start(self, input_ids: torch.Tensor) -> ToolCallConstraint:
         batch, length = input_ids.shape
         tails = [self.compiled.tokenizer.decode(tail) for tail in input_ids[:, -PROMPT_TAIL:].tolist()]
         compiled = compiled_for_prompts(self.compiled, tails)
@@ -104,7 +104,7 @@ class ToolCallLogitsProcessor:
         self._last = []
         return self.constraint
 
-    def stopping_criteria(self) -> "ToolCallStoppingCriteria":
+    def stopping_criteria(self) -> ToolCallStoppingCriteria:
         """A stopping criterion for the same ``generate`` call."""
         return ToolCallStoppingCriteria(self)
 
@@ -116,7 +116,7 @@ class ToolCallStoppingCriteria:
     def __init__(self, processor: ToolCallLogitsProcessor) -> None:
         self.processor = processor
 
-    def __call__(self, input_ids: "torch.Tensor", scores: Any, **kwargs: Any) -> "torch.Tensor":
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
         import torch
 
         if not self.processor.enabled or self.processor.constraint is None:

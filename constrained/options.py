@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Literal, Union, get_args
+from typing import Any, Literal, get_args
 
 from .errors import OptionError
 
 ToolChoiceMode = Literal["auto", "required", "none"]
-ToolChoice = Union[ToolChoiceMode, str]
+ToolChoice = ToolChoiceMode | str
 """A mode, or the name of the one tool to call."""
 KeyOrder = Literal["trained", "schema", "alphabetical", "any"]
 BadTools = Literal["leave_out", "raise"]
-Reasoning = Union[bool, Literal["open"]]
+Reasoning = bool | Literal["open"]
 """``True``: the model may open a reasoning block; ``False``: it writes none;
 ``"open"``: the prompt opened one, so the output starts inside it."""
 
@@ -146,7 +146,7 @@ class CompileOptions:
         _check_choice("bad_tools", self.bad_tools, BAD_TOOLS)
 
     @classmethod
-    def resolve(cls, options: "CompileOptions | None", keywords: "CompileOptions") -> "CompileOptions":
+    def resolve(cls, options: CompileOptions | None, keywords: CompileOptions) -> CompileOptions:
         """``options`` when given, else ``keywords`` (the options a function's
         keyword arguments make). Both, with a keyword off its default, is an
         error: one of them would be ignored."""

@@ -15,7 +15,8 @@ import inspect
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from .errors import ToolDefinitionError
 from .errors import SchemaWarning

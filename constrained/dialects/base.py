@@ -13,7 +13,8 @@ import copy
 import json
 from abc import ABC, abstractmethod
 from importlib import resources
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..errors import ArgumentError, OptionError
 from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
@@ -123,7 +124,7 @@ class Dialect(ABC):
         return (self.call_open, self.call_close)
 
     def chat_prompt(
-        self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool], reasoning: "Reasoning" = True
+        self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool], reasoning: Reasoning = True
     ) -> str:
         """A prompt in the family's own turn format, for a model whose
         tokenizer has no chat template: the tool declarations as the system
@@ -215,14 +216,14 @@ class Dialect(ABC):
         ``body``). Streaming so reads each complete pair once."""
         return Partial()
 
-    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Dialect":
+    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> Dialect:
         """This dialect reading the calls of ``tools`` (by name) in
         :meth:`scan`, :meth:`parse_body` and :meth:`partial_body`. Itself
         unless its syntax needs the schema to read a call (Gemma's declared
         keys holding ``:``)."""
         return self
 
-    def raw_text_syntax(self, markers: Markers) -> "RawTextSyntax | None":
+    def raw_text_syntax(self, markers: Markers) -> RawTextSyntax | None:
         """How this dialect's raw-text values open and close (for the
         precomputed raw-text masks), or ``None``: values are not raw text."""
         return None
@@ -241,7 +242,7 @@ class Dialect(ABC):
             lone_closing=self.lone_reasoning_closing,
         )
 
-    def reading(self, reasoning: "Reasoning") -> "Dialect":
+    def reading(self, reasoning: Reasoning) -> Dialect:
         """This dialect reading output generated with ``reasoning`` (see
         :class:`~constrained.options.CompileOptions`): a copy that reads the
         text as starting inside a reasoning block when it is ``"open"``."""
@@ -254,7 +255,7 @@ class Dialect(ABC):
         bound.reasoning_opened = opened
         return bound
 
-    def prompt_reasoning(self, prompt: str) -> "Reasoning | None":
+    def prompt_reasoning(self, prompt: str) -> Reasoning | None:
         """What a rendered prompt's tail says about reasoning: ``"open"``
         when it ends inside a reasoning block (the opening, its label and
         whitespace after the last closing), ``False`` when it ends with a

@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, StringFrame, UnionFrame, resolve_frame
 from ..grammar.lark import literal, literals
@@ -166,7 +167,7 @@ class Gemma4(Dialect):
             text_may_spell_close=True,
         )
 
-    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "Gemma4":
+    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> Gemma4:
         bound = copy.copy(self)
         bound.tools = tools
         return bound

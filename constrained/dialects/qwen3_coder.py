@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..grammar.lark import literal, literals, regex
 from ..grammar.regex import escape
@@ -273,11 +274,11 @@ class Qwen3Coder(RawValueDialect):
             return value.removesuffix(CLOSING), end + 1
         return value.removesuffix("\n"), end
 
-    def _ends(self, name: str, key: str, template: bool) -> tuple["re.Pattern[str]", tuple[str, ...]]:
+    def _ends(self, name: str, key: str, template: bool) -> tuple[re.Pattern[str], tuple[str, ...]]:
         """The regex of a value's ends and the texts a value still being
         written may end in the start of."""
 
-        def make() -> tuple["re.Pattern[str]", tuple[str, ...]]:
+        def make() -> tuple[re.Pattern[str], tuple[str, ...]]:
             guards = self.guards_for(name, key)
             if template:
                 return ends_pattern((CLOSE,), guards), (CLOSE, *guards, *(CLOSING + g for g in guards))

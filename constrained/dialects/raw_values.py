@@ -10,7 +10,8 @@ import re
 from abc import abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
 
 from ..frames.model import (
     BooleanFrame,
@@ -181,7 +182,7 @@ class RawTextSyntax:
 
     call_open: str
     call_close: str
-    opening: "re.Pattern[bytes]"
+    opening: re.Pattern[bytes]
     close: str
     close_is_token: bool
     close_at_start: bool
@@ -211,12 +212,12 @@ class RawValueDialect(Dialect):
     value_trail: ClassVar[str] = ""
     """Text the guards see after a value (qwen3_coder: the newline its
     closing begins with)."""
-    any_guard: ClassVar["re.Pattern[str]"] = re.compile("(?!)")
+    any_guard: ClassVar[re.Pattern[str]] = re.compile("(?!)")
     """The guards of any tool (in ``value_lead + text + value_trail``), for
     a literal string judged without its tool."""
     tools: Mapping[str, NormalizedTool] = {}
 
-    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> "RawValueDialect":
+    def for_tools(self, tools: Mapping[str, NormalizedTool]) -> RawValueDialect:
         bound = copy.copy(self)
         bound.tools = tools
         bound.__dict__["_cache"] = {}
@@ -280,7 +281,7 @@ class RawValueDialect(Dialect):
         (:meth:`text_syntax` of the dialect's opening and closing)."""
 
     def text_syntax(
-        self, opening: "re.Pattern[bytes]", close: str, *, close_is_token: bool, close_at_start: bool
+        self, opening: re.Pattern[bytes], close: str, *, close_is_token: bool, close_at_start: bool
     ) -> RawTextSyntax:
         """The :class:`RawTextSyntax` of this dialect's calls whose values
         ``opening`` starts and ``close`` ends."""
@@ -357,7 +358,7 @@ def declared_keys(tool: NormalizedTool) -> list[str]:
     return list(dict.fromkeys(key for obj in Dialect.argument_objects(tool) for key, _ in obj.properties))
 
 
-def ends_pattern(closings: tuple[str, ...], guards: tuple[str, ...]) -> "re.Pattern[str]":
+def ends_pattern(closings: tuple[str, ...], guards: tuple[str, ...]) -> re.Pattern[str]:
     """One regex finding the first of ``closings`` (group ``close``) or
     ``guards`` (group ``guard``)."""
     close = "|".join(re.escape(c) for c in closings)
@@ -372,7 +373,7 @@ def skip_space(text: str, position: int) -> int:
     return position
 
 
-def _guarded(tool: NormalizedTool, key: str, dialect: "RawValueDialect") -> bool:
+def _guarded(tool: NormalizedTool, key: str, dialect: RawValueDialect) -> bool:
     """Whether every text the grammar writes for ``key`` keeps the guards
     out: raw text, or JSON without strings (scalars)."""
     definitions = tool.schema.definitions

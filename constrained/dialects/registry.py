@@ -14,7 +14,7 @@ import importlib
 import inspect
 import pkgutil
 from pathlib import Path
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from ..errors import UnknownDialectError
 from .base import Dialect

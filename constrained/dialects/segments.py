@@ -12,7 +12,8 @@ import functools
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Union
+from typing import Any
+from collections.abc import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Decoded(Parsed):
     validate says its arguments were decoded."""
 
 
-Value = Union[Raw, Parsed]
+Value = Raw | Parsed
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class MarkedText(OpenValue):
     the first ``lead`` characters are markup, not the value's text. ``tail``
     is what the reading so far held back."""
 
-    def __init__(self, ends: "re.Pattern[str]", holds: tuple[str, ...], tail: str, lead: int = 0) -> None:
+    def __init__(self, ends: re.Pattern[str], holds: tuple[str, ...], tail: str, lead: int = 0) -> None:
         self.ends = ends
         self.holds = holds
         self.tail = tail
@@ -246,7 +247,7 @@ def held_back_all(text: str, markers: tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _starts_at_end(markers: tuple[str, ...]) -> tuple["re.Pattern[str]", int]:
+def _starts_at_end(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int]:
     """A regex of a proper, non-empty start of one of ``markers`` that runs
     to the end of the text (the leftmost match is the longest), and the
     longest marker's length."""
@@ -360,7 +361,7 @@ def _leading_reasoning(text: str, block: ReasoningBlock, call_open: str) -> Iter
     return end
 
 
-def _inner_reasoning(text: str, block: ReasoningBlock, start: int, stop: int) -> "tuple[int, int, int, int] | None":
+def _inner_reasoning(text: str, block: ReasoningBlock, start: int, stop: int) -> tuple[int, int, int, int] | None:
     """The first reasoning in plain text ``text[start:stop]`` outside fenced
     code: a complete block (``interleaved``) or a lone closing marker
     (``lone_closing``), as (block start, body start, body end, block end)."""

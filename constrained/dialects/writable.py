@@ -14,7 +14,8 @@ of a call's arguments (:mod:`.representable`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from .base import Dialect
 from ..errors import CompileError

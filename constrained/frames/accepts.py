@@ -4,7 +4,8 @@ parser and the tests (comparing frames with ``jsonschema``) rely on."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from .model import (
     ArrayFrame,

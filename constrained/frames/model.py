@@ -16,11 +16,12 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Union, get_args
+from typing import Any, ClassVar, get_args
+from collections.abc import Mapping
 
 from ..errors import SchemaWarning
 
-JSONValue = Union[None, bool, int, float, str, list, dict]
+JSONValue = None | bool | int | float | str | list | dict
 
 
 @dataclass(frozen=True)
@@ -91,15 +92,15 @@ class ObjectFrame:
     """
 
     kind: ClassVar[str] = "object"
-    properties: tuple[tuple[str, "Frame"], ...] = ()
+    properties: tuple[tuple[str, Frame], ...] = ()
     required: tuple[str, ...] = ()
-    additional: "Frame | None" = None
-    pattern_properties: tuple[tuple[str, "Frame"], ...] = ()
+    additional: Frame | None = None
+    pattern_properties: tuple[tuple[str, Frame], ...] = ()
     min_properties: int = 0
     max_properties: int | None = None
     forbidden: tuple[str, ...] = ()
 
-    def property(self, name: str) -> "Frame | None":
+    def property(self, name: str) -> Frame | None:
         """The frame of a declared property, or ``None``."""
         for key, frame in self.properties:
             if key == name:
@@ -113,8 +114,8 @@ class ArrayFrame:
     (``None``: no further items allowed)."""
 
     kind: ClassVar[str] = "array"
-    prefix_items: tuple["Frame", ...] = ()
-    items: "Frame | None" = None
+    prefix_items: tuple[Frame, ...] = ()
+    items: Frame | None = None
     min_items: int = 0
     max_items: int | None = None
 
@@ -125,7 +126,7 @@ class UnionFrame:
     ``nullable``). Options are flattened and deduplicated; never fewer than two."""
 
     kind: ClassVar[str] = "union"
-    options: tuple["Frame", ...] = ()
+    options: tuple[Frame, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,19 +145,19 @@ class FreeFrame:
     kind: ClassVar[str] = "free"
 
 
-Frame = Union[
-    StringFrame,
-    IntegerFrame,
-    NumberFrame,
-    BooleanFrame,
-    NullFrame,
-    EnumFrame,
-    ObjectFrame,
-    ArrayFrame,
-    UnionFrame,
-    RefFrame,
-    FreeFrame,
-]
+Frame = (
+    StringFrame
+    | IntegerFrame
+    | NumberFrame
+    | BooleanFrame
+    | NullFrame
+    | EnumFrame
+    | ObjectFrame
+    | ArrayFrame
+    | UnionFrame
+    | RefFrame
+    | FreeFrame
+)
 
 FRAME_TYPES: tuple[type, ...] = get_args(Frame)
 _BY_KIND: dict[str, Any] = {cls.kind: cls for cls in FRAME_TYPES}  # type: ignore[attr-defined]
@@ -189,7 +190,7 @@ class NormalizedSchema:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "NormalizedSchema":
+    def from_json(cls, data: Mapping[str, Any]) -> NormalizedSchema:
         return cls(
             root=frame_from_json(data["root"]),
             definitions={name: frame_from_json(f) for name, f in data["definitions"].items()},

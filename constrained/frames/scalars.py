@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..schema.formats import CHECKED_AFTER_GENERATION
 from ..schema.json_values import exact

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
 from ..errors import SchemaError, SchemaLimitError, SchemaWarning
 from ..schema.refs import enter, resolver_for, specification_of

@@ -6,7 +6,8 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
 from .model import Frame, NormalizedSchema, ObjectFrame, UnionFrame
@@ -85,7 +86,7 @@ class LeftOutTool:
     error: ConstrainedError | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_error(cls, name: str, error: ConstrainedError) -> "LeftOutTool":
+    def from_error(cls, name: str, error: ConstrainedError) -> LeftOutTool:
         if isinstance(error, SchemaError):
             return cls(error.tool or name, error.reason, error.path, error)
         reason = str(error)

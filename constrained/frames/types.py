@@ -7,7 +7,7 @@ underneath (``anyOf[integer, null]`` is an integer that may be null).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .model import EnumFrame, Frame, FreeFrame, RefFrame, UnionFrame
 from ..schema.json_values import json_type

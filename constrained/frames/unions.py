@@ -3,7 +3,8 @@ cannot both match (which makes ``oneOf`` exactly ``anyOf``)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from .model import (
     EnumFrame,

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from ..frames.model import (
     ArrayFrame,

@@ -13,7 +13,8 @@ import json
 from decimal import Decimal
 from functools import lru_cache
 from importlib.metadata import version
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import llguidance
 

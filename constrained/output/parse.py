@@ -14,7 +14,8 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import jsonschema
 
@@ -84,7 +85,7 @@ def parse_tool_calls(text: str, tools: Any, dialect: str, *, reasoning: Reasonin
     return read_output(text, tools, reader(dialect, tools, reasoning), CallIds())
 
 
-def read_output(text: str, tools: Any, chosen: Dialect, ids: "CallIds") -> ParseResult:
+def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseResult:
     """:func:`parse_tool_calls` with ``chosen`` (a dialect reading with its
     reasoning state) and the ids of one output (a stream's own, so that its
     result has the ids it streamed)."""
@@ -134,7 +135,7 @@ def openai_call(
     segment: CallSegment,
     tools: Mapping[str, NormalizedTool],
     python_literals: bool,
-    ids: "CallIds",
+    ids: CallIds,
     left_out: Mapping[str, LeftOutTool] | None = None,
 ) -> dict[str, Any]:
     """One call segment as an OpenAI tool call (raises CallRejected)."""
@@ -453,7 +454,7 @@ class CallIds:
         self.salt = _new_salt()
 
     def __call__(self, start: int, name: str) -> str:
-        digest = hashlib.sha256(f"{self.salt}:{start}:{name}".encode("utf-8")).hexdigest()[:24]
+        digest = hashlib.sha256(f"{self.salt}:{start}:{name}".encode()).hexdigest()[:24]
         return f"call_{digest}"
 
 

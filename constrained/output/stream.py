@@ -83,7 +83,8 @@ import bisect
 import copy
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from ..dialects.base import Dialect
 from ..dialects.segments import CallSegment, Malformed, Partial, Segment, fences_in, held_back

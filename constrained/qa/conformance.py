@@ -23,7 +23,8 @@ import functools
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from ..dialects import get_dialect

@@ -51,7 +51,7 @@ def output_problems(
     return problems
 
 
-def output_text(tok: "Tokenizer", tokens: list[int] | tuple[int, ...]) -> tuple[str, bool]:
+def output_text(tok: Tokenizer, tokens: list[int] | tuple[int, ...]) -> tuple[str, bool]:
     """The text of ``tokens`` byte for byte, and whether it is valid UTF-8
     (invalid bytes replaced)."""
     data = b"".join(tok.token_bytes(token) for token in tokens)

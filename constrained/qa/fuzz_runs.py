@@ -168,7 +168,7 @@ class FuzzSummary:
         if run.failed and len(self.failures) < self.keep:
             self.failures.append(run)
 
-    def merge(self, other: "FuzzSummary") -> None:
+    def merge(self, other: FuzzSummary) -> None:
         for name in ("runs", "finished", "valid", "wedges", "errors", "budget_exhausted", "precomputed_steps",
                      "cached_steps"):
             setattr(self, name, getattr(self, name) + getattr(other, name))

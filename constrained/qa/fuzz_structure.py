@@ -105,7 +105,7 @@ _structure_lock = threading.Lock()
 _STRUCTURES_KEPT = 64
 
 
-def _vocabulary_tokens(tok: "Tokenizer") -> tuple[np.ndarray, np.ndarray]:
+def _vocabulary_tokens(tok: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """The special tokens and the punctuation/whitespace tokens of at most
     two bytes of ``tok``, once per vocabulary."""
     with _structure_lock:

@@ -23,7 +23,8 @@ import logging
 import threading
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -83,7 +84,7 @@ PROMPT_TAIL = 16
 """Tokens at a prompt's end that say whether it opened a reasoning block."""
 
 
-def compiled_for_prompts(compiled: "CompiledTools", prompts: Sequence[str]) -> "CompiledTools":
+def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> CompiledTools:
     """The set the outputs of ``prompts`` (each rendered prompt, or its
     tail) need (:meth:`CompiledTools.after_prompt`): one for all, so
     prompts that disagree on reasoning are an error."""
@@ -121,7 +122,7 @@ class ToolCallConstraint:
 
     def __init__(
         self,
-        compiled: "CompiledTools",
+        compiled: CompiledTools,
         batch_size: int = 1,
         *,
         on_violation: OnViolation = "unconstrained",
@@ -199,7 +200,7 @@ class ToolCallConstraint:
 
     # -- feeding tokens ----------------------------------------------------
 
-    def consume(self, token_ids: "Sequence[int] | torch.Tensor") -> None:
+    def consume(self, token_ids: Sequence[int] | torch.Tensor) -> None:
         """Feed one sampled token per row (a sequence or a 1-D tensor of
         ``batch_size`` ids). Rows already finished ignore theirs (a generate
         loop pads them)."""
@@ -328,7 +329,7 @@ class ToolCallConstraint:
 
     # -- the mask ----------------------------------------------------------
 
-    def mask_logits(self, logits: "torch.Tensor") -> "torch.Tensor":
+    def mask_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """Mask ``logits`` (``batch_size`` x vocabulary, any float dtype, CPU
         or CUDA) in place so that only allowed tokens stay finite; returns
         ``logits``. Columns past the tokenizer's vocabulary (padded embedding
@@ -406,7 +407,7 @@ class ToolCallConstraint:
                 if self._misses[row] >= MISSES_IN_A_ROW:
                     self._nodes[row] = self._value_starts[row] = None
 
-    def allowed_words(self, row: int) -> "np.ndarray":
+    def allowed_words(self, row: int) -> np.ndarray:
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left
         it (``uint32`` words; token ``t`` is bit ``t % 32`` of word ``t // 32``):
         for a sampler that reads the mask without logits (``constrained.qa.fuzz``).
@@ -414,7 +415,7 @@ class ToolCallConstraint:
         words: np.ndarray = self._require_buffers().host_words[row]
         return words
 
-    def apply(self, logits: "torch.Tensor") -> "torch.Tensor":
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
         """Apply the filled bitmask to ``logits`` in place: upload (a
         non-blocking copy from pinned memory on CUDA), expand each mask byte
         through a 256-entry table into ``+inf``/``-inf`` per token, and take
@@ -426,7 +427,7 @@ class ToolCallConstraint:
         buffers.check(logits)
         return apply_mask(buffers, logits, self._forbidden, self._single, self.vocab_size)
 
-    def prepare(self, logits: "torch.Tensor") -> None:
+    def prepare(self, logits: torch.Tensor) -> None:
         """Allocate the buffers for logits shaped like ``logits`` (done by the
         first :meth:`mask_logits` call; call it yourself before capturing
         :meth:`apply` in a CUDA graph)."""
@@ -473,7 +474,7 @@ def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: 
 _scratches = threading.local()
 
 
-def _scratch(rows: int, words: int) -> "np.ndarray":
+def _scratch(rows: int, words: int) -> np.ndarray:
     """This thread's scratch bitmask of at least ``rows`` x ``words``
     (grown, never shrunk), so a step allocates nothing once it is big enough."""
     scratch = getattr(_scratches, "bits", None)

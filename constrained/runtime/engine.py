@@ -23,7 +23,8 @@ import json
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Union
+from collections.abc import Mapping, Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from ..dialects.base import Dialect
@@ -59,7 +60,7 @@ class ToolsRequest:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: Any) -> "ToolsRequest":
+    def from_json(cls, text: Any) -> ToolsRequest:
         """Read a description written by :meth:`to_json`; an
         :class:`ArgumentError` says what is wrong with any other value."""
         try:
@@ -109,7 +110,7 @@ class ToolsRequest:
             logger.warning("tool %r is left out of the constraint: %s", left.name, left.reason)
         return compiled
 
-    def compile_in_background(self, tokenizer: Tokenizer | str) -> "Future[CompiledTools | None]":
+    def compile_in_background(self, tokenizer: Tokenizer | str) -> Future[CompiledTools | None]:
         """:meth:`compile` on the engine's compile thread (one, so that
         compiles do not compete with each other for the cores the engine
         needs). The future holds ``None`` when the tools cannot be compiled
@@ -260,7 +261,7 @@ class EngineRows:
         if swap and other is not None:
             self._rows[source] = other
 
-    def apply(self, logits: "torch.Tensor", placement: Mapping[int, int] | None = None) -> "torch.Tensor":
+    def apply(self, logits: torch.Tensor, placement: Mapping[int, int] | None = None) -> torch.Tensor:
         """Mask, in place, the rows of requests with tools; returns
         ``logits``. Without ``placement`` a request's key is its logits row;
         with it (an engine whose rows are reordered every step), only the

@@ -10,7 +10,8 @@ constraint asks llguidance.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,11 +48,11 @@ class FrameTracker:
 
     def __init__(
         self,
-        syntax: "RawTextSyntax",
-        tok: "Tokenizer",
+        syntax: RawTextSyntax,
+        tok: Tokenizer,
         masks: TextFrameMasks,
         value_kind: Callable[[str, str], ValueKind],
-        guards: "Callable[[str], ValueGuards | None]" = lambda tool: None,
+        guards: Callable[[str], ValueGuards | None] = lambda tool: None,
     ) -> None:
         self.syntax = syntax
         self.masks = masks
@@ -95,14 +96,14 @@ class FrameTracker:
         """Whether the next mask is a precomputed row (:meth:`fill`)."""
         return self._state == _VALUE and self._fast and self._need == 0
 
-    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int]) -> "torch.Tensor | None":
+    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int]) -> torch.Tensor | None:
         """Write the mask into ``row`` (``uint32`` words); return the tokens
         it forbids when they are exactly the precomputed ones (else None).
         ``validate`` is the matcher's ``validate_tokens``: it judges the
         tokens that end the value and go on."""
         masks, state = self.masks, self._kmp
         np.copyto(row, masks.inside[state])
-        forbidden: "torch.Tensor | None" = None
+        forbidden: torch.Tensor | None = None
         if masks.close_token is not None:  # the closing token is always allowed
             row[masks.close_token >> 5] |= np.uint32(1 << (masks.close_token & 31))
             forbidden = masks.forbidden(state)
@@ -216,7 +217,7 @@ class FrameTracker:
                 self._need -= 1
 
 
-def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] | None:
+def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | None:
     """One tracker per sequence for ``compiled``, or ``None`` when its
     dialect has no raw-text values."""
     tok = compiled.tokenizer
@@ -243,7 +244,7 @@ def frame_trackers(compiled: "CompiledTools", count: int) -> list[FrameTracker] 
     return [FrameTracker(syntax, tok, masks, value_kind, guards) for _ in range(count)]
 
 
-def prepare_tables(tok: "Tokenizer", dialect: str) -> None:
+def prepare_tables(tok: Tokenizer, dialect: str) -> None:
     """Build, once per process, what the raw-text masks of ``dialect`` need
     over ``tok`` (its masks per closing state, the vocabulary sorted by
     bytes, the tokens holding its guards' bytes: about 0.4 s for a 150k
@@ -254,11 +255,11 @@ def prepare_tables(tok: "Tokenizer", dialect: str) -> None:
         _value_guards(tok, syntax, _text_masks(tok, syntax), None)
 
 
-def _text_masks(tok: "Tokenizer", syntax: RawTextSyntax) -> TextFrameMasks:
+def _text_masks(tok: Tokenizer, syntax: RawTextSyntax) -> TextFrameMasks:
     return text_frame_masks(tok, syntax.close, tok.token_id(syntax.close) if syntax.close_is_token else None)
 
 
-def _value_guards(tok: "Tokenizer", syntax: RawTextSyntax, masks: TextFrameMasks, tool: "NormalizedTool | None") -> ValueGuards | None:
+def _value_guards(tok: Tokenizer, syntax: RawTextSyntax, masks: TextFrameMasks, tool: NormalizedTool | None) -> ValueGuards | None:
     """The guards of ``tool``'s raw values (of an unknown tool: those every
     tool has). A closing token may be spelled out as text, which the parser
     could not tell from it, so it is a guard too."""

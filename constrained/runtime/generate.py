@@ -14,7 +14,8 @@ from __future__ import annotations
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence, Union
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import torch
 
 Messages = list[dict[str, Any]]
-Prompt = Union[str, Messages]
+Prompt = str | Messages
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class _Sampler:
         if seed is not None:
             self.generator.manual_seed(seed)
 
-    def __call__(self, logits: "torch.Tensor") -> "torch.Tensor":
+    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
         import torch
 
         if not self.do_sample:

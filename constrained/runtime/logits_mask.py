@@ -11,7 +11,8 @@ can be captured in a CUDA graph.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from ..errors import ConstraintError
 
@@ -27,26 +28,26 @@ class MaskBuffers:
     def __init__(self, **tensors: Any) -> None:
         self.__dict__.update(tensors)
 
-    host_bits: "torch.Tensor"
+    host_bits: torch.Tensor
     host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
-    nothing: "torch.Tensor"  # no token forbidden (a released row)
-    single_index: "torch.Tensor"  # CPU: per row, the one allowed token
-    single_value: "torch.Tensor"  # and its logit, kept across the fill
-    device_bits: "torch.Tensor"
-    end_only: "torch.Tensor"
-    byte_table: "torch.Tensor"
-    byte_index: "torch.Tensor"  # CPU: the table path (empty on a GPU)
-    bias: "torch.Tensor"
-    bit_planes: "torch.Tensor"  # GPU: the bit-plane path (empty on CPU)
-    shifts: "torch.Tensor"
-    forbidden: "torch.Tensor"
+    nothing: torch.Tensor  # no token forbidden (a released row)
+    single_index: torch.Tensor  # CPU: per row, the one allowed token
+    single_value: torch.Tensor  # and its logit, kept across the fill
+    device_bits: torch.Tensor
+    end_only: torch.Tensor
+    byte_table: torch.Tensor
+    byte_index: torch.Tensor  # CPU: the table path (empty on a GPU)
+    bias: torch.Tensor
+    bit_planes: torch.Tensor  # GPU: the bit-plane path (empty on CPU)
+    shifts: torch.Tensor
+    forbidden: torch.Tensor
     masked_width: int
     shape: tuple[int, int]
     device: Any
     dtype: Any
 
     @classmethod
-    def allocate(cls, tok: "Tokenizer", batch: int, words: int, logits: "torch.Tensor") -> "MaskBuffers":
+    def allocate(cls, tok: Tokenizer, batch: int, words: int, logits: torch.Tensor) -> MaskBuffers:
         """Buffers for ``batch`` rows of ``words`` mask words over ``tok``,
         shaped after ``logits``."""
         import torch
@@ -99,7 +100,7 @@ class MaskBuffers:
             dtype=logits.dtype,
         )
 
-    def check(self, logits: "torch.Tensor") -> None:
+    def check(self, logits: torch.Tensor) -> None:
         if tuple(logits.shape) != self.shape or logits.device != self.device or logits.dtype != self.dtype:
             raise ConstraintError(
                 f"the buffers were made for {self.dtype} logits {self.shape} on {self.device}; "
@@ -109,11 +110,11 @@ class MaskBuffers:
 
 def apply_mask(
     buffers: MaskBuffers,
-    logits: "torch.Tensor",
-    forbidden: "Sequence[torch.Tensor | None]",
+    logits: torch.Tensor,
+    forbidden: Sequence[torch.Tensor | None],
     single: Sequence[int | None],
     vocab_size: int,
-) -> "torch.Tensor":
+) -> torch.Tensor:
     """Apply the host bitmask in ``buffers`` to ``logits`` in place (see
     :meth:`~constrained.runtime.constraint.ToolCallConstraint.apply`). Per
     row, ``forbidden`` holds the tokens its mask forbids and ``single`` the
@@ -144,12 +145,12 @@ def apply_mask(
 
 def _apply_by_row(
     buffers: MaskBuffers,
-    logits: "torch.Tensor",
-    forbidden: "Sequence[torch.Tensor | None]",
+    logits: torch.Tensor,
+    forbidden: Sequence[torch.Tensor | None],
     single: Sequence[int | None],
     dense: list[int],
     vocab_size: int,
-) -> "torch.Tensor":
+) -> torch.Tensor:
     """The CPU path, row by row, when some rows' masks are known in short:
     a row whose forbidden tokens are few and known (raw-text rows, released
     rows, cached string masks) gets just those set to ``-inf``, as XGrammar's
@@ -182,11 +183,11 @@ def _apply_by_row(
 
 
 def apply_bit_planes(
-    bits: "torch.Tensor",
-    shifts: "torch.Tensor",
-    planes: "torch.Tensor",
-    forbidden: "torch.Tensor",
-    logits: "torch.Tensor",
+    bits: torch.Tensor,
+    shifts: torch.Tensor,
+    planes: torch.Tensor,
+    forbidden: torch.Tensor,
+    logits: torch.Tensor,
     width: int,
 ) -> None:
     """Mask ``logits[:, :width]`` in place from packed ``bits`` (int32 words,

@@ -55,11 +55,11 @@ class MaskNode:
         self.children: dict[int, MaskNode] = {}
         self.mask: int | np.ndarray | None = None
         """The one allowed token, or the packed row (``uint32`` words)."""
-        self.forbidden: "torch.Tensor | None" = None
+        self.forbidden: torch.Tensor | None = None
         """For a row: the tokens it forbids, when they are few (else None)."""
         self.checked = False  # a row was looked at for the forms above
 
-    def child(self, label: int) -> "MaskNode":
+    def child(self, label: int) -> MaskNode:
         """The node one token further (``label``: the token id, or
         ``~token`` for the token that closed a raw value)."""
         node = self.children.get(label)
@@ -86,7 +86,7 @@ class MaskCache:
         self.misses = 0
         self._lock = threading.Lock()
 
-    def write(self, node: MaskNode, row: np.ndarray) -> "torch.Tensor | None":
+    def write(self, node: MaskNode, row: np.ndarray) -> torch.Tensor | None:
         """Write ``node``'s mask into ``row``; return the tokens it forbids
         when they are few and known (for the sparse apply), else None."""
         mask = node.mask
@@ -141,7 +141,7 @@ def single_token(row: np.ndarray) -> int | None:
 _caches_lock = threading.Lock()
 
 
-def mask_cache(compiled: "CompiledTools") -> MaskCache:
+def mask_cache(compiled: CompiledTools) -> MaskCache:
     """The :class:`MaskCache` of ``compiled``, made on first use and kept
     with it (so it lives as long as the compiled set, e.g. in the compile
     cache)."""

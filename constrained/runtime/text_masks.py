@@ -59,9 +59,9 @@ class TextFrameMasks:
     steps: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
     """KMP state after a token from a state, filled as tokens are seen."""
     vocab_size: int = 0
-    _forbidden: dict[int, "torch.Tensor"] = field(default_factory=dict, repr=False)
+    _forbidden: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
 
-    def forbidden(self, state: int) -> "torch.Tensor":
+    def forbidden(self, state: int) -> torch.Tensor:
         """The tokens ``inside[state]`` forbids (a closing token is allowed),
         as a CPU index tensor for the constraint's sparse apply; made on
         first use."""
@@ -75,7 +75,7 @@ class TextFrameMasks:
         return self._forbidden[state]
 
     @classmethod
-    def build(cls, tok: "Tokenizer", close: str, close_token: int | None) -> "TextFrameMasks":
+    def build(cls, tok: Tokenizer, close: str, close_token: int | None) -> TextFrameMasks:
         table, special = tok.token_table
         words = (tok.vocab_size + 31) // 32
         pattern = b"" if close_token is not None else close.encode("utf-8")
@@ -182,7 +182,7 @@ class ValueGuards:
     a guard; from it, :meth:`bad` gives the tokens that would complete one
     before the value's closing (computed once per state and closing state)."""
 
-    def __init__(self, tok: "Tokenizer", masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> None:
+    def __init__(self, tok: Tokenizer, masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> None:
         self.masks = masks
         self.guards = guards
         self.starts = {guard[:size] for guard in guards for size in range(1, len(guard))}
@@ -231,7 +231,7 @@ class _Vocabulary:
     """A vocabulary's text tokens, sorted by their bytes (for the tokens
     that start with some text) and by the bytes they hold."""
 
-    def __init__(self, tok: "Tokenizer") -> None:
+    def __init__(self, tok: Tokenizer) -> None:
         table, special = tok.token_table
         self.table = table
         self.sorted = sorted((data, token) for token, data in enumerate(table) if data and token not in special)
@@ -257,19 +257,19 @@ class _Vocabulary:
 
 
 _vocabularies: dict[str, _Vocabulary] = {}
-_guard_sets: "OrderedDict[tuple[str, str, int | None, tuple[bytes, ...], bytes], ValueGuards]" = OrderedDict()
+_guard_sets: OrderedDict[tuple[str, str, int | None, tuple[bytes, ...], bytes], ValueGuards] = OrderedDict()
 _GUARD_SETS = 512
 """Guard sets kept (one per tool's set of keys, with the states seen)."""
 
 
-def _vocabulary(tok: "Tokenizer") -> _Vocabulary:
+def _vocabulary(tok: Tokenizer) -> _Vocabulary:
     with _masks_lock:
         if tok.fingerprint not in _vocabularies:
             _vocabularies[tok.fingerprint] = _Vocabulary(tok)
         return _vocabularies[tok.fingerprint]
 
 
-def value_guards(tok: "Tokenizer", masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> ValueGuards | None:
+def value_guards(tok: Tokenizer, masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> ValueGuards | None:
     """The :class:`ValueGuards` of ``guards`` (``None`` without any), one per
     vocabulary, closing and guards (the most recent :data:`_GUARD_SETS`)."""
     if not guards:
@@ -292,7 +292,7 @@ _masks: dict[tuple[str, str, int | None], TextFrameMasks] = {}
 _masks_lock = threading.RLock()
 
 
-def text_frame_masks(tok: "Tokenizer", close: str, close_token: int | None) -> TextFrameMasks:
+def text_frame_masks(tok: Tokenizer, close: str, close_token: int | None) -> TextFrameMasks:
     """The masks for ``close`` over ``tok``, built once per process (about
     0.3 s for a 150k vocabulary)."""
     key = (tok.fingerprint, close, close_token)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 import idna
 

@@ -11,7 +11,8 @@ import hashlib
 import json
 import math
 from fractions import Fraction
-from typing import Any, Hashable, Iterable
+from typing import Any
+from collections.abc import Hashable, Iterable
 
 from .patterns import pattern_matcher
 

@@ -27,7 +27,8 @@ import logging
 import re
 import threading
 import warnings
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import re2
 import regex

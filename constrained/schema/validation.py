@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import attrs
 import jsonschema

@@ -42,7 +42,7 @@ text is first encoded.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .gemma import GemmaVocabulary
 from .qwen import QwenVocabulary

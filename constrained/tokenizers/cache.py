@@ -16,7 +16,8 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .core import Tokenizer, tokenizers_module
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..errors import TokenizerError
 from .table import TokenTable, fingerprint, token_table
@@ -38,8 +39,8 @@ class Tokenizer:
         vocab_size: int,
         eos_token_ids: Sequence[int],
         bos_token_id: int | None = None,
-        backend: "tokenizers.Tokenizer | None" = None,
-        backend_loader: Callable[[], "tokenizers.Tokenizer"] | None = None,
+        backend: tokenizers.Tokenizer | None = None,
+        backend_loader: Callable[[], tokenizers.Tokenizer] | None = None,
         table: TokenTable | None = None,
         hf: Any = None,
         hf_factory: Callable[[], Any] | None = None,
@@ -75,7 +76,7 @@ class Tokenizer:
     # -- plain text <-> ids ------------------------------------------------
 
     @property
-    def backend(self) -> "tokenizers.Tokenizer":
+    def backend(self) -> tokenizers.Tokenizer:
         """The ``tokenizers.Tokenizer`` that encodes and decodes (a built-in's
         is read from the cache on first use)."""
         b = self._backend
@@ -161,7 +162,7 @@ class Tokenizer:
             return self._fingerprint
 
     @property
-    def ll_tokenizer(self) -> "llguidance.LLTokenizer":
+    def ll_tokenizer(self) -> llguidance.LLTokenizer:
         """The ``llguidance.LLTokenizer`` (built on first use, about 1 s, then kept)."""
         with self._lock:
             if self._ll is None:
@@ -169,7 +170,7 @@ class Tokenizer:
             ll: llguidance.LLTokenizer = self._ll
             return ll
 
-    def _build_ll(self) -> "llguidance.LLTokenizer":
+    def _build_ll(self) -> llguidance.LLTokenizer:
         try:
             import llguidance
         except ImportError as e:  # pragma: no cover - llguidance is a dependency
@@ -265,7 +266,7 @@ def tokenizers_module() -> Any:
     return tokenizers
 
 
-def transformers_tokenizer(backend: "tokenizers.Tokenizer", special: Mapping[str, str], add_bos: bool) -> Any:
+def transformers_tokenizer(backend: tokenizers.Tokenizer, special: Mapping[str, str], add_bos: bool) -> Any:
     """A transformers fast tokenizer over a copy of ``backend``, with the
     ``special`` token names (``eos_token``, ...); with ``add_bos`` it puts
     ``special["bos_token"]`` first, as Gemma's own tokenizer does."""

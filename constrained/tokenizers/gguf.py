@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO
+from collections.abc import Sequence
 
 from ..errors import TokenizerError
 

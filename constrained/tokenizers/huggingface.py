@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 from ..errors import TokenizerError
 from .builtin import BUILTIN_NAMES
@@ -54,7 +55,7 @@ def _config_eos(gcfg: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[int]:
 _COMMON_EOS = ("<|im_end|>", "<|endoftext|>", "<eos>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<|end|>")
 
 
-def _guess_eos(backend: "tokenizers.Tokenizer") -> list[int]:
+def _guess_eos(backend: tokenizers.Tokenizer) -> list[int]:
     """The first well-known end-of-sequence token the vocabulary has."""
     for t in _COMMON_EOS:
         i = backend.token_to_id(t)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..errors import TokenizerError
 from .builtin import BUILTIN_NAMES, BUILTINS

@@ -8,7 +8,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from ..errors import TokenizerError
 from .core import tokenizers_module
@@ -65,7 +66,7 @@ def _read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
     return ranks
 
 
-def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> "tokenizers.Tokenizer":
+def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> tokenizers.Tokenizer:
     """Qwen's tokenizer.json, rebuilt: byte-level BPE whose merges come from the
     tiktoken ranks (a merge's priority is the rank of the token it makes)."""
     tk = tokenizers_module()

@@ -19,7 +19,8 @@ import re
 import struct
 import sys
 from array import array
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
 
 from ..errors import TokenizerError
 
@@ -58,7 +59,7 @@ def bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def _decoder_kind(backend: "tokenizers.Tokenizer") -> tuple[str, str]:
+def _decoder_kind(backend: tokenizers.Tokenizer) -> tuple[str, str]:
     """('byte_level', '') or ('byte_fallback', space_char), read from the
     decoder the way llguidance reads it."""
     try:
@@ -89,7 +90,7 @@ def _decoder_kind(backend: "tokenizers.Tokenizer") -> tuple[str, str]:
     )
 
 
-def token_table(backend: "tokenizers.Tokenizer", vocab_size: int) -> TokenTable:
+def token_table(backend: tokenizers.Tokenizer, vocab_size: int) -> TokenTable:
     """Each id's bytes (padded with b'' up to ``vocab_size``) and the special ids."""
     kind, space = _decoder_kind(backend)
     table: list[bytes] = [b""] * vocab_size

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import TokenizerError
 from .cache import builtin_paths, write_atomic
@@ -55,7 +56,7 @@ class BuiltinVocabulary(ABC):
         source_id, build = self.source()
         json_path, table_path = builtin_paths(self.name, source_id)
 
-        def rebuild() -> tuple["tokenizers.Tokenizer", TokenTable]:
+        def rebuild() -> tuple[tokenizers.Tokenizer, TokenTable]:
             backend = build()
             self._check_backend(backend)
             table = token_table(backend, self.vocab_size)
@@ -64,7 +65,7 @@ class BuiltinVocabulary(ABC):
             write_atomic(table_path, pack_table(*table))
             return backend, table
 
-        def load_backend() -> "tokenizers.Tokenizer":
+        def load_backend() -> tokenizers.Tokenizer:
             try:
                 backend = tk.Tokenizer.from_file(str(json_path))
                 self._check_backend(backend)
@@ -95,7 +96,7 @@ class BuiltinVocabulary(ABC):
         )
         return tok
 
-    def _check_backend(self, backend: "tokenizers.Tokenizer") -> None:
+    def _check_backend(self, backend: tokenizers.Tokenizer) -> None:
         n = backend.get_vocab_size(with_added_tokens=True)
         if n > self.vocab_size or any(backend.token_to_id(c) != i for c, i in self.expected_ids()):
             raise TokenizerError(f"built-in tokenizer {self.name!r}: derived vocabulary failed its check")

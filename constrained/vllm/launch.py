@@ -15,7 +15,8 @@ import time
 import urllib.request
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..errors import GenerationError
 from .tool_parsers import ROUTE_VARIABLE, ROUTES
@@ -66,7 +67,7 @@ class VllmServer:
         command = server_command(model, flags, port=self.port, python=sys.executable)
         self.process = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT, env=environment)
 
-    def __enter__(self) -> "VllmServer":
+    def __enter__(self) -> VllmServer:
         try:
             self.wait_ready()
         except BaseException:

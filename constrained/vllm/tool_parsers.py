@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
+from collections.abc import Sequence
 
 from vllm.entrypoints.generate.base.protocol import (
     DeltaFunctionCall,
