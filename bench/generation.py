@@ -42,7 +42,8 @@ import torch
 import transformers
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from constrained import ToolCallLogitsProcessor, compile_tools, load_model, load_tools_file, parse_tool_calls
+from constrained import ToolCallLogitsProcessor, compile_tools, load_model, parse_tool_calls
+from constrained.tools import load_tools_file
 from constrained.dialects.base import openai_function
 from constrained.runtime.generate import build_prompt, generate
 from constrained.frames.toolset import normalize_tools

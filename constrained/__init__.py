@@ -8,8 +8,7 @@ import warnings as _warnings
 from importlib.metadata import version as _version
 
 from .compiler import CheckResult, CompiledTools, compile_tools
-from .runtime.constraint import ConstraintEvent, RowState, ToolCallConstraint, fill_masks_together
-from .dialects import DIALECTS
+from .dialects import DIALECTS, get_dialect
 from .errors import (
     ArgumentError,
     CompileError,
@@ -25,31 +24,23 @@ from .errors import (
     UnknownDialectError,
     UnsatisfiableSchemaError,
 )
-from .frames.model import NormalizedSchema
-from .runtime.generate import GenerationResult, GenerationStats, generate
+from .frames.toolset import LeftOutTool
 from .hf import ToolCallLogitsProcessor, ToolCallStoppingCriteria
-from .runtime.models import LoadedModel, load_model
 from .options import CompileOptions
 from .output.parse import ParseResult, RejectedCall, parse_tool_calls
 from .output.render import render_tool_calls
 from .output.repair import RepairResult, repair_arguments
-from .schema.annotate import annotate_ref_types
-from .frames.normalize import normalize_schema
-from .frames.toolset import (
-    LeftOutTool,
-    NormalizedTool,
-    ToolSet,
-    normalize_tool,
-    normalize_tool_set,
-    normalize_tools,
-)
-from .frames.types import effective_type, json_types
 from .output.stream import ToolCallStreamParser
+from .runtime.constraint import ConstraintEvent, ToolCallConstraint
+from .runtime.generate import GenerationResult, generate
+from .runtime.models import load_model
 from .tokenizers import Tokenizer, TokenizerError, load_tokenizer
-from .tools import Tool, load_tool_entries, load_tools, load_tools_file
+from .tools import Tool, load_tools
 
 __version__ = _version("constrained")
 
+# The public surface: entry points, their options and results, and the
+# errors. Everything else is reached from its module and may change.
 __all__ = [
     "DIALECTS",
     "ArgumentError",
@@ -62,20 +53,15 @@ __all__ = [
     "ConstraintEvent",
     "GenerationError",
     "GenerationResult",
-    "GenerationStats",
     "LeftOutTool",
-    "LoadedModel",
-    "NormalizedSchema",
-    "NormalizedTool",
     "OptionError",
-    "StreamClosedError",
     "ParseResult",
     "RejectedCall",
     "RepairResult",
-    "RowState",
     "SchemaError",
     "SchemaLimitError",
     "SchemaWarning",
+    "StreamClosedError",
     "Tokenizer",
     "TokenizerError",
     "Tool",
@@ -84,24 +70,15 @@ __all__ = [
     "ToolCallStoppingCriteria",
     "ToolCallStreamParser",
     "ToolDefinitionError",
-    "ToolSet",
     "UnknownDialectError",
     "UnsatisfiableSchemaError",
-    "annotate_ref_types",
+    "__version__",
     "compile_tools",
-    "effective_type",
-    "fill_masks_together",
     "generate",
-    "json_types",
+    "get_dialect",
     "load_model",
     "load_tokenizer",
-    "load_tool_entries",
     "load_tools",
-    "load_tools_file",
-    "normalize_schema",
-    "normalize_tool",
-    "normalize_tool_set",
-    "normalize_tools",
     "parse_tool_calls",
     "render_tool_calls",
     "repair_arguments",

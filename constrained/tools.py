@@ -118,11 +118,11 @@ def load_tool_entries(source: object, *, format: str | None = None) -> list[Tool
             continue
         first_index.setdefault(tool.name, index)
         loaded.append(tool)
-    for index, tool in enumerate(loaded):
-        if isinstance(tool, Tool) and first_index[tool.name] != index:
-            first = first_index[tool.name]
+    for index, item in enumerate(loaded):
+        if isinstance(item, Tool) and first_index[item.name] != index:
+            first = first_index[item.name]
             twice = ToolDefinitionError(
-                f"tool {tool.name!r} is defined twice: tools[{first}] and tools[{index}]", tool=tool.name
+                f"tool {item.name!r} is defined twice: tools[{first}] and tools[{index}]", tool=item.name
             )
             loaded[first] = loaded[index] = twice
     return loaded

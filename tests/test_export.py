@@ -14,7 +14,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from constrained import load_model, load_tokenizer, normalize_tools
+from constrained import load_model, load_tokenizer
+from constrained.frames.toolset import normalize_tools
 from constrained.cli import main
 from constrained.dialects import get_dialect
 from constrained.runtime.export import export_model

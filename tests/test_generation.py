@@ -24,7 +24,8 @@ from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from corpus import CORPUS
 
-from constrained import ToolCallLogitsProcessor, compile_tools, load_model, load_tools_file
+from constrained import ToolCallLogitsProcessor, compile_tools, load_model
+from constrained.tools import load_tools_file
 from constrained.cli import main
 from constrained.compiler import CompiledTools
 from constrained.runtime.constraint import RowState

@@ -22,7 +22,8 @@ import jsonschema
 import pytest
 from referencing.jsonschema import DRAFT4, DRAFT7, DRAFT202012
 
-from constrained import annotate_ref_types, compile_tools
+from constrained import compile_tools
+from constrained.schema.annotate import annotate_ref_types
 from constrained.qa.conformance import Outcome, judge_schema, schema_tool
 from constrained.errors import ConstrainedError, SchemaError
 from constrained.schema.keywords import walk_schemas

@@ -20,7 +20,6 @@ from pydantic import BaseModel, Field
 from constrained import (
     ToolCallStreamParser,
     compile_tools,
-    normalize_tools,
     parse_tool_calls,
     render_tool_calls,
 )
@@ -29,7 +28,7 @@ from constrained.dialects import DIALECTS
 from constrained.errors import CompileError, SchemaError, ToolDefinitionError, UnsatisfiableSchemaError
 from constrained.frames.model import ObjectFrame, UnionFrame
 from constrained.qa.fuzz import FuzzSummary, WalkOptions, fuzz
-from constrained.frames.toolset import normalize_tool_set
+from constrained.frames.toolset import normalize_tool_set, normalize_tools
 
 ALL_DIALECTS = sorted(DIALECTS)
 

@@ -248,7 +248,7 @@ class FunctionGemma(Gemma4):
     name = "functiongemma"
     family = "FunctionGemma (Gemma 3 270M)"
     default_tokenizer = "functiongemma"
-    value_syntax: ClassVar[ValueSyntax] = gemma_syntax("<escape>")
+    value_syntax = gemma_syntax("<escape>")
     string_delimiter = "<escape>"
     call_open = "<start_function_call>"
     call_close = "<end_function_call>"

@@ -175,12 +175,12 @@ class Glm45(RawValueDialect):
                 return Partial(name, pairs, resume_at=position)
             start += len(OPEN_VALUE)
             guards = self.guards_for(name, key)
-            ends = self.cached(("ends", name, key), lambda guards=guards: ends_pattern((CLOSE,), guards))
+            ends = self.cached(("ends", name, key), lambda: ends_pattern((CLOSE,), guards))  # noqa: B023 (called at once)
             match = ends.search(body, start)
             if match is None:
                 if final:
                     raise Malformed(f"the value of {key!r} is not closed with '</arg_value>'", name)
-                markers = self.cached(("holds", name, key), lambda guards=guards: (CLOSE, *guards, *("\n" + g for g in guards)))
+                markers = self.cached(("holds", name, key), lambda: (CLOSE, *guards, *("\n" + g for g in guards)))  # noqa: B023
                 held = held_back_all(body[start:], markers)
                 tail = MarkedText(ends, markers, body[start + len(held) :])
                 return Partial(name, pairs, key, held, resume_at=position, open_value=tail)

@@ -321,7 +321,7 @@ class Qwen3Coder(RawValueDialect):
                 yield Segment("text", text[position : segment.end], position, segment.end, fenced)
             fenced ^= fences_in(blanked, position, segment.end) % 2 == 1
 
-    def _bare(self, text: str, segment: Segment) -> Iterator[CallSegment]:
+    def _bare(self, text: str, segment: Segment | CallSegment) -> Iterator[CallSegment]:
         """The bare calls in a text segment (before fences are judged)."""
         end, piece = segment.start, text[: segment.end]
         while (start := piece.find(OPEN_FUNCTION, end)) >= 0:

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 
 @dataclass(frozen=True)
@@ -345,7 +345,7 @@ def scan(
         position = end
 
 
-def _leading_reasoning(text: str, block: ReasoningBlock, call_open: str) -> Iterator[Segment]:
+def _leading_reasoning(text: str, block: ReasoningBlock, call_open: str) -> Generator[Segment, None, int]:
     """The reasoning segment ``text`` starts with, if any; returns where
     the scan goes on."""
     body = block.leading(text)

@@ -125,8 +125,8 @@ def _texts(tool: NormalizedTool) -> Iterator[_Text]:
             if frame.items is not None:
                 stack.append((frame.items, f"{where}/items", depth + 1))
         elif isinstance(frame, EnumFrame):
-            for value in frame.values:
-                yield from _literal_texts(value, frame, tool.schema, f"{where}/enum", depth)
+            for literal in frame.values:
+                yield from _literal_texts(literal, frame, tool.schema, f"{where}/enum", depth)
 
 
 def _literal_texts(value: Any, frame: Frame, schema: NormalizedSchema, where: str, depth: int) -> Iterator[_Text]:

@@ -77,6 +77,7 @@ def multiple_enforceable(kind: str, step: int | float) -> bool:
     with fewer decimals than the step (0.5 for 0.25, 0.015 for 0.0075), and
     rejects the exponent form ``json.dumps`` gives below 0.0001 (3e-08)."""
     digits, exponent = Decimal(repr(step)).normalize().as_tuple()[1:]
+    assert isinstance(exponent, int), "a finite step"
     units = int("".join(map(str, digits)))
     if not ((exponent >= 0 and units <= MAX_MULTIPLE_STEP) or (units == 1 and exponent >= -4)):
         return False

@@ -143,9 +143,10 @@ def openai_call(
         raise CallRejected(segment.error)
     if len(segment.text.encode("utf-8")) > MAX_CALL_BYTES:
         raise CallRejected(f"the call is larger than {MAX_CALL_BYTES} bytes")
-    tool = tools.get(segment.name or "")
-    if tool is None and left_out and segment.name in left_out:
-        raise CallRejected(f"tool {segment.name!r} was left out of the tool set: {left_out[segment.name].reason}")
+    name = segment.name or ""
+    tool = tools.get(name)
+    if tool is None and left_out and name in left_out:
+        raise CallRejected(f"tool {name!r} was left out of the tool set: {left_out[name].reason}")
     if tool is None:
         raise CallRejected(f"no tool is called {segment.name!r}")
     try:
@@ -245,8 +246,8 @@ def branch_arguments(
             failures.append((branch, exc))
     selected = [(b, e) for b, e in failures if _discriminated(tool, b, pairs, python_literals)]
     if selected:
-        branch, reason = selected[0]
-        reason = _misfit(tool, branch, pairs, python_literals) or reason
+        branch, rejected = selected[0]
+        reason = _misfit(tool, branch, pairs, python_literals) or str(rejected)
         tags = ", ".join(f"{key!r} is {json.dumps(value, ensure_ascii=False)}" for key, value in _tags(tool, branch))
         where = f" (in the parameter set where {tags})" if tags else ""
         raise CallRejected(f"{reason}{where}")

@@ -554,10 +554,10 @@ class ToolCallStreamParser:
                 call.count += 1
         except CallRejected:
             return None
-        key = reading.open_key
+        open_key = reading.open_key
         frames = []
-        if call.count == len(keys) and key is not None and key not in keys:
-            frames = [found[0] for branch in possible if (found := member_frames(branch, key))]
+        if call.count == len(keys) and open_key is not None and open_key not in keys:
+            frames = [found[0] for branch in possible if (found := member_frames(branch, open_key))]
         return self._with_open_string(tool, call, frames)
 
     @staticmethod

@@ -357,7 +357,7 @@ def _copy(value: Any) -> Any:
 def _only_objects(schema: Any) -> bool:
     """Whether ``schema`` can be tool parameters as it is: it admits objects
     only, as an object schema or a union of them (an enum of objects cannot:
-    :func:`~constrained.normalize_tool` refuses it)."""
+    :func:`~constrained.frames.toolset.normalize_tool` refuses it)."""
     try:
         normalized = normalize_schema(schema, strict=False)
     except ConstrainedError:

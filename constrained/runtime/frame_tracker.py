@@ -192,7 +192,7 @@ class FrameTracker:
             self._tool = match.group("tool").decode("utf-8", "replace")
         key = match.group("key").decode("utf-8", "replace")
         kind = ValueKind.UNTRACKED if self._tool is None else self._value_kind(self._tool, key)
-        if kind is ValueKind.UNTRACKED or (kind is ValueKind.OTHER and self.syntax.json_may_hold_close):
+        if self._tool is None or kind is ValueKind.UNTRACKED or (kind is ValueKind.OTHER and self.syntax.json_may_hold_close):
             self._state = _LOST
             return
         self._fast = kind is ValueKind.ANY_TEXT

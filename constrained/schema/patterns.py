@@ -33,11 +33,7 @@ from collections.abc import Iterator
 import re2
 import regex
 
-try:
-    from re import _constants as sre, _parser as sre_parse
-except ImportError:  # Python 3.10
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+from re import _constants as sre, _parser as sre_parse  # type: ignore[attr-defined]
 
 logger = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ def _tolerant(specification: Specification[Any]) -> Specification[Any]:
         except (AttributeError, TypeError):
             return []
 
-    return Specification(
+    return Specification(  # type: ignore[call-arg]
         name=specification.name,
         id_of=functools.partial(schema_id, specification),
         subresources_of=subresources_of,

@@ -38,7 +38,7 @@ Keyword = Callable[[Any, Any, Any, Any], Iterator[ValidationError]]
 
 
 def _not_fetched(uri: str) -> referencing.Resource[Any]:
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 OFFLINE_REGISTRY: referencing.Registry[Any] = SPECIFICATIONS.combine(referencing.Registry(retrieve=_not_fetched))  # type: ignore[call-arg]
@@ -89,7 +89,7 @@ def _offline_class(base: type[Validator]) -> type[Validator]:
         if kind in _OFFLINE_CLASSES:
             return evolved
         fields = {field.alias: getattr(evolved, field.name) for field in attrs.fields(kind) if field.init}
-        return _offline_class(kind)(**fields)
+        return _offline_class(kind)(**fields)  # type: ignore[arg-type]
 
     cls.evolve = evolve  # type: ignore[method-assign]
     _OFFLINE_CLASSES.add(cls)
