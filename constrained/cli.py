@@ -1,10 +1,26 @@
-"""The ``constrained`` command line."""
+"""The ``constrained`` command line (``docs/cli.md`` is its reference).
+
+Exit status, the same for every command:
+
+* 0 -- done: the input was read and accepted.
+* 1 -- the input was read, and the command's report (on stdout) rejects some
+  of it: ``check`` refuses the text, ``parse`` or ``generate`` has rejected
+  calls, ``normalize`` left tools out, ``fuzz`` found a failing walk.
+* 2 -- the command could not do its work: a usage error (argparse's own), a
+  tools or CALLS input that cannot be read or used, options the tools do
+  not allow, a model that cannot be loaded. One line on stderr says which
+  file, tool or key and why; nothing is printed on stdout.
+* 3 -- an optional package the command needs is not installed (``generate``,
+  ``fuzz`` and ``export-model`` need the ``constrained[model]`` extra). One
+  line on stderr names what to install.
+"""
 
 from __future__ import annotations
 
 import argparse
 import functools
 import json
+import re
 import sys
 from importlib.metadata import version
 from dataclasses import fields, replace
@@ -13,7 +29,7 @@ from collections.abc import Sequence
 
 from .compiler import CompiledTools, compile_tools
 from .dialects import DIALECTS
-from .errors import CompileError, ConstrainedError, GenerationError
+from .errors import ArgumentError, CompileError, ConstrainedError, GenerationError, ToolDefinitionError
 from .options import KEY_ORDERS, CompileOptions, command_line, flag_of
 from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
 from .output.parse import parse_tool_calls
@@ -21,37 +37,81 @@ from .output.render import render_tool_calls
 from .frames.toolset import normalize_tool_set
 from .tools import read_tools_file
 
-_Options = TypeVar("_Options")
+_Options = TypeVar("_Options", CompileOptions, WalkOptions)
+
+EXIT_OK = 0
+"""The input was read and accepted."""
+EXIT_REJECTED = 1
+"""The input was read; the report on stdout rejects some of it."""
+EXIT_USAGE = 2
+"""A usage error, or an input or option the command cannot use (argparse exits 2 too)."""
+EXIT_MISSING_EXTRA = 3
+"""An optional package the command needs is not installed."""
+
+MODEL_EXTRA = "pip install 'constrained[model]'"
+"""What installs the packages ``generate``, ``fuzz`` and ``export-model`` need."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``) and return
+    its exit status (see the module's docstring); argparse's usage errors
+    exit 2 by raising ``SystemExit``."""
+    parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # argparse binds an optional trailing positional (TEXT, CALLS) before it
     # has seen the options in between; take it from what is left.
     if hasattr(args, "trailing") and args.trailing == "-" and len(extra) == 1:
         args.trailing, extra = extra[0], []
     if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args))
-    except (ConstrainedError, OSError) as exc:
-        print(f"constrained: error: {exc}", file=sys.stderr)
-        return 2
+    except (ImportError, ConstrainedError, OSError) as exc:
+        missing = _missing_package(exc)
+        if isinstance(exc, ImportError) and missing is None:
+            raise  # an import of the package itself failed: a bug, not a missing extra
+        _error(missing or str(exc))
+        return EXIT_MISSING_EXTRA if missing else EXIT_USAGE
 
 
-def _parser() -> argparse.ArgumentParser:
+def _missing_package(exc: BaseException) -> str | None:
+    """The one-line message for ``exc`` if it says an optional package is
+    not installed (an ImportError, or an error raised from one), else None."""
+    cause = exc if isinstance(exc, ImportError) else exc.__cause__
+    if not isinstance(cause, ImportError) or (cause.name or "").split(".")[0] == "constrained":
+        return None
+    message = str(exc)
+    return message if "constrained[" in message else f"{message}; install the extra: {MODEL_EXTRA}"
+
+
+def _error(message: str) -> None:
+    """Print ``message`` to stderr as one line."""
+    one_line = re.sub(r"\s*\n\s*", " ", message.strip())
+    print(f"constrained: error: {one_line}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``constrained`` command (``docs/cli.md``
+    documents it; ``tests/test_cli_docs.py`` keeps the two the same). Every
+    help of an argument with a default ends with ``(default: %(default)s)``."""
     parser = argparse.ArgumentParser(
         prog="constrained",
-        description="Compile tool schemas into a token-level constraint in a model's own tool-call syntax.",
+        description="Compile tool schemas into a token-level constraint in a model's own tool-call syntax. "
+        "Exit status: 0 accepted; 1 the input was read and the report rejects some of it; 2 a usage error or "
+        "an input or option the command cannot use; 3 an optional package is missing.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version('constrained')}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('constrained')}",
+                        help="print the installed version and exit")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="the command to run (constrained COMMAND -h for its help)"
+    )
 
     normalize = commands.add_parser(
         "normalize",
-        help="print each tool's normalized frames and the relaxations applied",
-        description="Read TOOLS and print, as JSON, each tool's typed frames and the warnings for anything relaxed.",
+        help="print each tool's normalized frames and the relaxations applied; exit 1 if a tool is left out",
+        description="Read TOOLS and print, as JSON, each tool's typed frames and the warnings for anything relaxed. "
+        "A tool that cannot be used is listed with the JSON Pointer and reason it was left out, and the exit "
+        "status is 1.",
     )
     _add_tools(normalize)
     _add_flags(normalize, CompileOptions, "strict")
@@ -61,24 +121,26 @@ def _parser() -> argparse.ArgumentParser:
         "compile",
         help="compile TOOLS into a constraint; print a summary, save the artifact with -o",
         description="Compile TOOLS into a constraint in --dialect's syntax and print a JSON summary: the tools "
-        "compiled, the warnings (each relaxation, with tool and JSON Pointer) and the tools left out with why. "
+        "compiled, the warnings (each relaxation, with tool and JSON Pointer) and the tools left out with why "
+        "(exit 0: with --bad-tools raise a tool that cannot be compiled is an error instead, exit 2). "
         "-o writes the compiled artifact; --grammar prints the grammar instead.",
     )
     _add_compile_arguments(compile_)
-    compile_.add_argument("-o", "--output", help="write the compiled artifact (JSON) here")
-    compile_.add_argument("--grammar", action="store_true", help="print the grammar instead of a summary")
+    compile_.add_argument("-o", "--output", metavar="FILE", help="also write the compiled artifact (JSON) to FILE")
+    compile_.add_argument("--grammar", action="store_true", help="print the grammar instead of the summary")
     compile_.set_defaults(run=_compile)
 
     check = commands.add_parser(
         "check",
-        help="exit 0 if TEXT is a complete output the constraint accepts, else 1",
-        description="TEXT is what the model generates after the generation prompt, without the final "
-        "end-of-generation token. On rejection, prints as JSON the first refused token (its index, byte "
-        "offset and text) and the text before it.",
+        help="exit 0 if TEXT is a complete output the constraint accepts, else print where it is refused and exit 1",
+        description="Compile TOOLS as compile does and check TEXT: what the model generates after the generation "
+        "prompt, without the final end-of-generation token. Accepted: nothing is printed, exit 0. Refused: prints "
+        "as JSON the first refused token (its index, byte offset and text), the text before it and what was "
+        "allowed there, and exits 1.",
     )
     _add_compile_arguments(check)
     check.add_argument(
-        "trailing", metavar="TEXT", nargs="?", default="-", help="the output to check, or - for stdin (default)"
+        "trailing", metavar="TEXT", nargs="?", default="-", help="the output to check, or - for stdin (default: %(default)s)"
     )
     check.set_defaults(run=_check)
 
@@ -92,25 +154,33 @@ def _parser() -> argparse.ArgumentParser:
     _add_tools(parse)
     _add_dialect(parse)
     _add_flags(parse, CompileOptions, "reasoning")
-    parse.add_argument("trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default)")
+    parse.add_argument(
+        "trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default: %(default)s)"
+    )
     parse.set_defaults(run=_parse)
 
     render = commands.add_parser(
         "render",
         help="print calls as the model's template writes them",
         description="Write CALLS in --dialect's syntax, as the family's chat template renders them (keys in "
-        "--key-order), for prompts, tests and comparisons.",
+        "--key-order), for prompts, tests and comparisons. CALLS that are not valid JSON, or a call of a tool "
+        "not in TOOLS, is an error (exit 2).",
     )
     _add_tools(render)
     _add_dialect(render)
     # "any" is an order the grammar allows, not one a renderer can write.
-    render.add_argument("--key-order", default="trained", choices=[order for order in KEY_ORDERS if order != "any"])
+    render.add_argument(
+        "--key-order",
+        default="trained",
+        choices=[order for order in KEY_ORDERS if order != "any"],
+        help="order of an object's keys: trained (the family's habit), schema or alphabetical (default: %(default)s)",
+    )
     render.add_argument(
         "trailing",
         metavar="CALLS",
         nargs="?",
         default="-",
-        help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default)',
+        help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default: %(default)s)',
     )
     render.set_defaults(run=_render)
 
@@ -118,20 +188,29 @@ def _parser() -> argparse.ArgumentParser:
         "generate",
         help="generate tool calls with a real model under the constraint; print them as JSON",
         description="Run a model on PROMPT with TOOLS, constrained, and print the parsed result as JSON "
-        '{"tool_calls", "content", "errors", ...}. The default model is the embedded Gemma 3 270M '
-        "(converted once on first use and cached), which writes the gemma4 dialect.",
+        '{"tool_calls", "content", "errors", ...}; exit 1 if a call was rejected, as parse does. The default '
+        "model is the embedded Gemma 3 270M (converted once on first use and cached), which writes the gemma4 "
+        f"dialect. Needs the model extra ({MODEL_EXTRA}); without it, exit 3.",
     )
     _add_tools(generate)
-    generate.add_argument("--prompt", required=True, help="the user's message")
-    generate.add_argument("--model", default="default", help="'default' or a local transformers model folder")
-    _add_dialect(generate, "default: gemma4 for the default model")
+    generate.add_argument("--prompt", required=True, help="the user's message (required)")
+    generate.add_argument(
+        "--model",
+        default="default",
+        help="'default' (the embedded Gemma 3 270M) or a local transformers model folder (default: %(default)s)",
+    )
+    _add_dialect(generate, "gemma4 for the default model; required for another model")
     _add_flags(generate, CompileOptions)
-    generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget (default 256)")
+    generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget (default: %(default)s)")
     generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    generate.add_argument("--temperature", type=float, default=1.0, help="with --sample (default 1.0)")
-    generate.add_argument("--top-k", type=int, default=0, help="with --sample: keep the K likeliest (default 0: all)")
-    generate.add_argument("--top-p", type=float, default=1.0, help="with --sample: nucleus mass (default 1.0: all)")
-    generate.add_argument("--seed", type=int, default=0, help="with --sample: the sampler's seed (default 0)")
+    generate.add_argument("--temperature", type=float, default=1.0, help="with --sample (default: %(default)s)")
+    generate.add_argument(
+        "--top-k", type=int, default=0, help="with --sample: keep the K likeliest, 0 keeps all (default: %(default)s)"
+    )
+    generate.add_argument(
+        "--top-p", type=float, default=1.0, help="with --sample: nucleus mass, 1.0 keeps all (default: %(default)s)"
+    )
+    generate.add_argument("--seed", type=int, default=0, help="with --sample: the sampler's seed (default: %(default)s)")
     generate.add_argument("--no-fast-forward", action="store_true", help="sample forced tokens one by one")
     generate.add_argument("--unconstrained", action="store_true", help="run without the constraint, to compare")
     generate.set_defaults(run=_generate)
@@ -141,13 +220,16 @@ def _parser() -> argparse.ArgumentParser:
         help="random walks through the constraint; exit 1 on a wedge, an error or an invalid finished output",
         description="Sample seeded tokens from the allowed set until the constraint finishes or the budget runs "
         "out, RUNS times per dialect, and print a JSON summary. Every finished output must parse and validate "
-        "and respect --tool-choice; no unfinished state may allow no token; nothing may raise.",
+        "and respect --tool-choice; no unfinished state may allow no token; nothing may raise. Any failure: "
+        f"exit 1. Needs torch ({MODEL_EXTRA}); without it, exit 3.",
     )
-    _add_compile_arguments(fuzz, dialect_help="default: every dialect")
-    fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default 100)")
-    fuzz.add_argument("--seed", type=int, default=0, help="seed of the first walk; the next ones count up")
+    _add_compile_arguments(fuzz, dialect_help="every dialect")
+    fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default: %(default)s)")
+    fuzz.add_argument(
+        "--seed", type=int, default=0, help="seed of the first walk; the next ones count up (default: %(default)s)"
+    )
     _add_flags(fuzz, WalkOptions)
-    fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default 5)")
+    fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default: %(default)s)")
     fuzz.set_defaults(run=_fuzz)
 
     export = commands.add_parser(
@@ -156,13 +238,17 @@ def _parser() -> argparse.ArgumentParser:
         description="Write the embedded default model (Gemma 3 270M with the gemma4 tokenizer) to DIR as a "
         "Hugging Face model folder: weights, config, tokenizer, a generation config that ends where the "
         "constraint ends a turn, and a chat template that renders conversations as the gemma4 dialect does, "
-        "so vLLM or transformers load it offline. Prints DIR.",
+        f"so vLLM or transformers load it offline. Prints DIR. Needs the model extra ({MODEL_EXTRA}); "
+        "without it, exit 3.",
     )
     export.add_argument("directory", metavar="DIR", help="the folder to write (new or empty)")
     export.add_argument(
         "--force", action="store_true", help="write into a non-empty DIR: files of the same names are replaced, others kept"
     )
     export.set_defaults(run=_export_model)
+
+    for command in commands.choices.values():
+        command.set_defaults(parser=command)
     return parser
 
 
@@ -185,13 +271,13 @@ def _add_tools(parser: argparse.ArgumentParser) -> None:
 def _add_dialect(parser: argparse.ArgumentParser, default_help: str | None = None) -> None:
     """``--dialect``: required, unless ``default_help`` says what leaving it out means."""
     families = "; ".join(f"{name}: {dialect.family}" for name, dialect in sorted(DIALECTS.items()))
-    said = f" ({default_help})" if default_help else ""
+    said = f"default: {default_help}" if default_help else "required"
     parser.add_argument(
         "--dialect",
         required=default_help is None,
         choices=sorted(DIALECTS),
         metavar="DIALECT",
-        help=f"the tool-call syntax the model writes{said}: {families}",
+        help=f"the tool-call syntax the model writes ({said}): {families}",
     )
 
 
@@ -201,42 +287,49 @@ def _add_compile_arguments(parser: argparse.ArgumentParser, dialect_help: str | 
     _add_dialect(parser, dialect_help)
     parser.add_argument(
         "--tokenizer",
-        help="built-in name (qwen3, qwen3.6, gemma4, functiongemma), HF tokenizer folder or tokenizer.json; "
-        "default: the dialect's default tokenizer",
+        help="built-in name (qwen3, qwen3.6, gemma4, functiongemma), HF tokenizer folder or tokenizer.json "
+        "(default: the dialect's default tokenizer)",
     )
     _add_flags(parser, CompileOptions)
+
+
+_DEFAULT_SAID = re.compile(r"\s*\(default(?: (?P<value>[^):;]+))?(?:: (?P<why>[^)]*))?\)")
+
+
+def _with_default(text: str) -> str:
+    """A :class:`~constrained.options.Flag`'s help, its default said the way
+    every help says it: ``(default: %(default)s)`` at the end, keeping the
+    reason the flag's own words gave (``(default 0: never)``)."""
+    said = _DEFAULT_SAID.search(text)
+    why = f", {said['why']}" if said and said["why"] else ""
+    if said:
+        text = text[: said.start()] + text[said.end() :]
+    return f"{text} (default: %(default)s{why})"
 
 
 def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str) -> None:
     """One flag per field of ``options_type`` (those in ``names``, else
     all), as its :class:`~constrained.options.Flag` spells it; the parsed
-    value lands under the field's name (see :func:`_options`)."""
+    value lands under the field's name (see :func:`_options`). A value
+    flag's default is its command-line spelling (``--reasoning on``), which
+    argparse converts like a value given."""
     for option_field in fields(options_type):
         if names and option_field.name not in names:
             continue
         flag, default = flag_of(option_field), option_field.default
-        if flag.values is not None:
-            parser.add_argument(
-                flag.name,
-                dest=option_field.name,
-                type=functools.partial(_spelled, flag.values),
-                default=default,
-                metavar="{" + ",".join(flag.values) + "}",
-                help=flag.help,
-            )
-        elif isinstance(default, bool):
+        if isinstance(default, bool) and flag.values is None:
             action = "store_false" if default else "store_true"
             parser.add_argument(flag.name, dest=option_field.name, action=action, help=flag.help)
-        else:
-            parser.add_argument(
-                flag.name,
-                dest=option_field.name,
-                type=type(default),
-                default=default,
-                choices=flag.choices,
-                metavar=flag.metavar,
-                help=flag.help,
-            )
+            continue
+        parser.add_argument(
+            flag.name,
+            dest=option_field.name,
+            type=functools.partial(_spelled, flag.values) if flag.values is not None else type(default),
+            default=flag.spell(default) if flag.values is not None else default,
+            choices=flag.choices,
+            metavar="{" + ",".join(flag.values) + "}" if flag.values is not None else flag.metavar,
+            help=_with_default(flag.help),
+        )
 
 
 def _spelled(values: dict[str, Any], word: str) -> Any:
@@ -255,11 +348,20 @@ def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None =
     """Compile TOOLS (or ``tools``) in ``--dialect`` (or ``dialect``) with the options flags."""
     dialect = dialect or args.dialect
     return compile_tools(
-        read_tools_file(args.tools) if tools is None else tools,
+        _tools(args) if tools is None else tools,
         dialect,
         args.tokenizer or DIALECTS[dialect].default_tokenizer,
         options=_options(args, CompileOptions),
     )
+
+
+def _tools(args: argparse.Namespace) -> Any:
+    """The JSON of the TOOLS file; a file that is not UTF-8 text is a
+    ToolDefinitionError naming it, as one that is not JSON is."""
+    try:
+        return read_tools_file(args.tools)
+    except UnicodeDecodeError as exc:
+        raise ToolDefinitionError(f"{args.tools}: not UTF-8 text: {exc}") from None
 
 
 def _read(source: str) -> str:
@@ -267,12 +369,12 @@ def _read(source: str) -> str:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    tool_set = normalize_tool_set(read_tools_file(args.tools), strict=args.strict)
+    tool_set = normalize_tool_set(_tools(args), strict=args.strict)
     _print_json(
         [{"name": tool.name, **tool.schema.to_json()} for tool in tool_set.tools]
         + [{"name": tool.name, "left_out": {"path": tool.path, "reason": tool.reason}} for tool in tool_set.left_out]
     )
-    return 1 if tool_set.left_out else 0
+    return EXIT_REJECTED if tool_set.left_out else EXIT_OK
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -281,7 +383,7 @@ def _compile(args: argparse.Namespace) -> int:
         compiled.save(args.output)
     if args.grammar:
         sys.stdout.write(compiled.grammar)
-        return 0
+        return EXIT_OK
     _print_json(
         {
             "dialect": compiled.dialect,
@@ -297,14 +399,14 @@ def _compile(args: argparse.Namespace) -> int:
             "output": args.output,
         }
     )
-    return 0
+    return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
     compiled, text = _compiled(args), _read(args.trailing)
     result = compiled.check(text)
     if result.accepted:
-        return 0
+        return EXIT_OK
     assert result.token_index is not None and result.byte_offset is not None
     tokens, data = compiled.tokenizer.encode(text), text.encode("utf-8")
     refused = compiled.tokenizer.decode(tokens[result.token_index : result.token_index + 1])
@@ -315,20 +417,23 @@ def _check(args: argparse.Namespace) -> int:
             "refused": refused if refused else "(the end of the turn: the output is not complete)",
         }
     )
-    return 1
+    return EXIT_REJECTED
 
 
 def _parse(args: argparse.Namespace) -> int:
-    parsed = parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect, reasoning=args.reasoning)
+    parsed = parse_tool_calls(_read(args.trailing), _tools(args), args.dialect, reasoning=args.reasoning)
     _print_json(parsed.to_json())
-    return 1 if parsed.errors else 0
+    return EXIT_REJECTED if parsed.errors else EXIT_OK
 
 
 def _render(args: argparse.Namespace) -> int:
-    calls = json.loads(_read(args.trailing))
-    sys.stdout.write(render_tool_calls(calls, read_tools_file(args.tools), args.dialect, key_order=args.key_order))
-    sys.stdout.write("\n")
-    return 0
+    try:
+        calls = json.loads(_read(args.trailing))
+    except json.JSONDecodeError as exc:
+        raise ArgumentError(f"CALLS: not valid JSON: {exc}", argument="CALLS") from None
+    text = render_tool_calls(calls, _tools(args), args.dialect, key_order=args.key_order)
+    sys.stdout.write(text + "\n")
+    return EXIT_OK
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -345,7 +450,7 @@ def _generate(args: argparse.Namespace) -> int:
         loaded.model,
         loaded.tokenizer,
         args.prompt,
-        read_tools_file(args.tools),
+        _tools(args),
         loaded.dialect,
         options=replace(options, reasoning=options.reasoning if loaded.thinking else False),
         max_new_tokens=args.max_new_tokens,
@@ -360,14 +465,14 @@ def _generate(args: argparse.Namespace) -> int:
     )
     assert not isinstance(result, list)
     _print_json({**result.to_json(), "text": result.text, "model": loaded.name, "dialect": loaded.dialect})
-    return 0
+    return EXIT_REJECTED if result.errors else EXIT_OK
 
 
 def _fuzz(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
-    tools = read_tools_file(args.tools)
+    tools = _tools(args)
     compile_options, options = _options(args, CompileOptions), _options(args, WalkOptions)
     total = FuzzSummary(keep=args.show)
     by_dialect: dict[str, dict[str, int]] = {}
@@ -395,14 +500,14 @@ def _fuzz(args: argparse.Namespace) -> int:
             "failures": [run.to_json() for run in total.failures],
         }
     )
-    return 0 if total.ok else 1
+    return EXIT_OK if total.ok else EXIT_REJECTED
 
 
 def _export_model(args: argparse.Namespace) -> int:
     from .runtime.export import export_model
 
     print(export_model(args.directory, force=args.force))
-    return 0
+    return EXIT_OK
 
 
 def _print_json(value: Any) -> None:
