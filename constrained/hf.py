@@ -10,6 +10,11 @@ Sampling, greedy search and batches work. Beam search reorders rows between
 steps, which a per-row constraint cannot follow; it is detected (a row whose
 previous token is not the one the constraint consumed) and raises
 :class:`~constrained.errors.GenerationError`.
+
+Importing this module needs neither torch nor transformers; making a
+processor needs torch (the ``transformers`` extra, ``pip install
+'constrained[transformers]'``), else it raises
+:class:`~constrained.errors.MissingExtraError`.
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts
 from .runtime.frame_tracker import prepare_tables
-from .errors import GenerationError
+from .errors import GenerationError, MissingExtraError
 
 if TYPE_CHECKING:
     import torch
 
     from .compiler import CompiledTools
+
+
+TRANSFORMERS_EXTRA = "transformers"
+"""The extra that installs torch and transformers."""
 
 
 class ToolCallLogitsProcessor:
@@ -42,6 +51,7 @@ class ToolCallLogitsProcessor:
         enabled: bool = True,
         on_violation: OnViolation = "unconstrained",
     ) -> None:
+        MissingExtraError.require("ToolCallLogitsProcessor", TRANSFORMERS_EXTRA, "torch")
         self.compiled = compiled
         self.enabled = enabled
         self.on_violation: OnViolation = on_violation
@@ -114,6 +124,7 @@ class ToolCallStoppingCriteria:
     Pass it as ``stopping_criteria=[processor.stopping_criteria()]``."""
 
     def __init__(self, processor: ToolCallLogitsProcessor) -> None:
+        MissingExtraError.require("ToolCallStoppingCriteria", TRANSFORMERS_EXTRA, "torch")
         self.processor = processor
 
     def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:

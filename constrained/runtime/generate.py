@@ -21,7 +21,7 @@ from ..compiler import CompiledTools, compile_tools
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
-from ..errors import ArgumentError, GenerationError
+from ..errors import ArgumentError, GenerationError, MissingExtraError
 from ..options import CompileOptions, Reasoning, ToolChoice
 from ..output.parse import RejectedCall, parse_tool_calls
 from ..tokenizers import Tokenizer, load_tokenizer
@@ -113,7 +113,12 @@ def generate(
     output is constrained and parsed as starting inside it
     (:meth:`CompiledTools.after_prompt`). ``constrain=False`` runs the same
     loop without the mask, for comparison.
+
+    Needs torch: without the ``model`` extra (``pip install
+    'constrained[model]'``) it raises
+    :class:`~constrained.errors.MissingExtraError`.
     """
+    MissingExtraError.require("generate", "model", "torch")
     import torch
 
     if max_new_tokens < 1:

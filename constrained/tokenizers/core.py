@@ -273,7 +273,7 @@ def transformers_tokenizer(backend: tokenizers.Tokenizer, special: Mapping[str, 
     try:
         from transformers import PreTrainedTokenizerFast
     except ImportError as e:
-        raise TokenizerError("Tokenizer.hf needs transformers: pip install transformers") from e
+        raise TokenizerError("Tokenizer.hf needs the 'transformers' extra: pip install 'constrained[transformers]'") from e
     tk = tokenizers_module()
     copy = tk.Tokenizer.from_str(backend.to_str())
     if add_bos and special.get("bos_token"):

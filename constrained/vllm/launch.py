@@ -19,6 +19,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from ..errors import GenerationError
+from ..tokenizers.cache import cache_root
 from .tool_parsers import ROUTE_VARIABLE, ROUTES
 
 OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2"}
@@ -62,7 +63,8 @@ class VllmServer:
         self.log = Path(log)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.startup_seconds = startup_seconds
-        environment = {**os.environ, **OFFLINE_ENVIRONMENT, ROUTE_VARIABLE: route}
+        environment = {"VLLM_CACHE_ROOT": str(cache_root() / "vllm"), **os.environ, **OFFLINE_ENVIRONMENT,
+                       ROUTE_VARIABLE: route}
         self._out = self.log.open("w")
         command = server_command(model, flags, port=self.port, python=sys.executable)
         self.process = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT, env=environment)
