@@ -1,4 +1,4 @@
-"""Mask apply cost per decoding step on CPU, side by side (issue 6):
+"""Mask apply cost per decoding step on CPU, side by side:
 
     python bench/apply_cost.py [--steps 300] [--plot bench/apply_cost.png]
 

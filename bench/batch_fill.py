@@ -1,4 +1,4 @@
-"""Filling a batch's masks in one step, side by side (issue 18):
+"""Filling a batch's masks in one step, side by side:
 
     python bench/batch_fill.py [--batches 16 64] [--threads 2]
 

@@ -1,4 +1,4 @@
-"""Compile time to the first mask, side by side (issue 6):
+"""Compile time to the first mask, side by side:
 
     python bench/compile_time.py [--dialect qwen3_coder] [--repeat 3]
 

@@ -1,4 +1,4 @@
-"""Conformance against external suites (issue 7), written to ``bench/CONFORMANCE.md``:
+"""Conformance against external suites, written to ``bench/CONFORMANCE.md``:
 
     python bench/conformance.py [--stride N] [--dialects qwen3_coder,hermes] [--suites jsts,maskbench,roundtrip]
 

@@ -1,4 +1,4 @@
-"""The random-walk sweep (issue 7), from one command:
+"""The random-walk sweep, from one command:
 
     python bench/fuzz.py [--mcp-runs 3] [--bfcl-stride 1] [--budget 256] [--crosscheck 8] [--workers 2]
                          [--only "discriminated union"]
@@ -376,7 +376,7 @@ def main() -> int:
     lines = [
         "## Random-walk fuzzing",
         "",
-        "Produced by `python bench/fuzz.py` (issue 7). Each walk samples seeded tokens from the mask a "
+        "Produced by `python bench/fuzz.py`. Each walk samples seeded tokens from the mask a "
         "`ToolCallConstraint` fills (its host bitmask, precomputed raw-text rows included) and consumes them, until "
         f"the grammar finishes or {args.budget} tokens; every {args.crosscheck}th mask is compared with a plain "
         "llguidance matcher fed the same tokens and with the logits `apply` masks. Walks with an odd seed also "

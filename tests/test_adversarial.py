@@ -1,4 +1,4 @@
-"""Adversarial schemas and inputs (issue 7): every case ends in a clear outcome.
+"""Adversarial schemas and inputs: every case ends in a clear outcome.
 
 Each case runs in a forked child under an address-space cap and a hang guard
 (:func:`bounded`), so a hang, a memory blow-up or a crash fails the test

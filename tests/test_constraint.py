@@ -150,7 +150,7 @@ def test_rows_of_a_batch_are_independent_and_match_single_rows(threads: int | No
 
 
 def test_steady_state_step_allocates_nothing() -> None:
-    """The promise of issue 5: after the first call, filling and applying the
+    """The promise: after the first call, filling and applying the
     mask over 100 steps records no memory allocation in torch's profiler."""
     ct = compiled("qwen3_coder")
     constraint = ToolCallConstraint(ct, 4)

@@ -1,4 +1,4 @@
-"""Lenient readings of drifted output (issue 15): the parser reads a few
+"""Lenient readings of drifted output: the parser reads a few
 shapes the grammar never writes, when the reading is unambiguous, with the
 schema's typing and no invented value; plainly malformed shapes still fail
 closed; tools written with BFCL's or Python's type names load in every form,

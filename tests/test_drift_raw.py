@@ -1,4 +1,4 @@
-"""qwen3_coder and glm under model drift (issue 15).
+"""qwen3_coder and glm under model drift.
 
 1. A value whose closing the model left out: no raw value may hold a guard
    (the start of an argument's markup: qwen3_coder, a line that is

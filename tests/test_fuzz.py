@@ -1,4 +1,4 @@
-"""Random-walk fuzzing (``constrained.qa.fuzz``, issue 7).
+"""Random-walk fuzzing (``constrained.qa.fuzz``).
 
 A seeded slice of the sweep ``bench/fuzz.py`` runs: MCP and BFCL tools in
 every dialect and tool_choice mode, both samplers, every other mask

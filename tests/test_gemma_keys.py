@@ -1,4 +1,4 @@
-"""Declared keys holding ':' in gemma4 and functiongemma (issue 14, item 3):
+"""Declared keys holding ':' in gemma4 and functiongemma:
 written as literals by the constraint, read back by the schema-aware parser
 (the longest declared key followed by ':'), streamed, and still refused
 when they hold what no key can."""

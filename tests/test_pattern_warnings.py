@@ -1,5 +1,5 @@
 """Patterns Python's ``re`` warns about ("FutureWarning: Possible nested set")
-compile and parse without a warning on the user's stderr (issue 14), and
+compile and parse without a warning on the user's stderr, and
 mean what ECMA 262 and ``re`` mean: a ``[`` in a class is a member, so
 ``[[:alpha:]]`` is the class ``[[:alph]`` followed by ``]`` (no POSIX class),
 in the constraint (Rust's regex syntax reads it otherwise), in the parser's

@@ -1,4 +1,4 @@
-"""Every walk over a schema reads subschemas only (issue 14).
+"""Every walk over a schema reads subschemas only.
 
 A *name* in ``properties``, ``$defs``/``definitions`` or ``patternProperties``
 that looks like a keyword (``id``, ``$id``, ``$ref``, ``$schema``,

@@ -1,4 +1,4 @@
-"""One sloppy tool or field never takes a tool set down (issue 14).
+"""One sloppy tool or field never takes a tool set down.
 
 The policy: an optional member no value satisfies may not appear (with a
 warning); a tool that cannot be read (malformed, unsatisfiable required key,

@@ -205,7 +205,7 @@ def test_format_bfcl_labels_a_plain_function() -> None:
 
 
 def test_format_function_maps_bfcl_types_with_a_warning() -> None:
-    # Type names are mapped in every form (issue 15); forcing "function" labels
+    # Type names are mapped in every form; forcing "function" labels
     # the tool so, and the mapped names are reported as warnings.
     fn = {"name": "f", "parameters": {"type": "dict", "properties": {}}}
     [tool] = load_tools(fn, format="function")

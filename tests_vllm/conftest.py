@@ -2,7 +2,7 @@
 
 The model is the embedded default, written by ``constrained export-model``;
 the server gets the four flags the README gives. These tests need vLLM and
-run in an environment of their own (see the README: "Serving with vLLM"),
+run in an environment of their own (see docs/vllm.md),
 so they live outside ``tests/``.
 """
 

@@ -1,5 +1,5 @@
-"""The README's server command is the one the tests and the benchmark run
-(``constrained.vllm.launch``), flag for flag."""
+"""The server command in the README and in docs/vllm.md is the one the
+tests and the benchmark run (``constrained.vllm.launch``), flag for flag."""
 
 from __future__ import annotations
 
@@ -9,21 +9,25 @@ from pathlib import Path
 from constrained.vllm import PARSER_NAMES
 from constrained.vllm.launch import OFFLINE_ENVIRONMENT, plugin_flags, server_command
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = (ROOT / "README.md", ROOT / "docs" / "vllm.md")
 
 
-def serving_blocks() -> list[str]:
-    section = README.read_text().split("## Serving with vLLM", 1)[1].split("\n## ", 1)[0]
-    return [block.split("```", 1)[0].split("\n", 1)[1] for block in section.split("```sh")[1:]]
+def serving_blocks(page: Path) -> list[str]:
+    """The page's ``sh`` blocks that export the model and start the server."""
+    blocks = [block.split("```", 1)[0].split("\n", 1)[1] for block in page.read_text().split("```sh")[1:]]
+    return [block for block in blocks if "export-model" in block]
 
 
-def test_the_readme_server_command_is_the_launchers() -> None:
-    export, serve = serving_blocks()[1].replace("\\\n", " ").strip().splitlines()
-    assert shlex.split(export) == ["constrained", "export-model", "./gemma3-270m-gemma4"]
-    words = shlex.split(serve)
-    environment = dict(word.split("=", 1) for word in words[:2])
-    assert environment == OFFLINE_ENVIRONMENT
-    assert words[2:] == server_command("./gemma3-270m-gemma4", plugin_flags(), port=8000)
+def test_the_documented_server_command_is_the_launchers() -> None:
+    for page in PAGES:
+        (block,) = serving_blocks(page)
+        export, serve = block.replace("\\\n", " ").strip().splitlines()
+        assert shlex.split(export) == ["constrained", "export-model", "./gemma3-270m-gemma4"]
+        words = shlex.split(serve)
+        environment = dict(word.split("=", 1) for word in words[:2])
+        assert environment == OFFLINE_ENVIRONMENT
+        assert words[2:] == server_command("./gemma3-270m-gemma4", plugin_flags(), port=8000)
 
 
 def test_every_dialect_has_a_parser() -> None:

@@ -1,4 +1,4 @@
-"""Random-walk fuzzing of a compiled constraint (issue 7).
+"""Random-walk fuzzing of a compiled constraint.
 
 A walk drives :class:`~constrained.runtime.constraint.ToolCallConstraint` as a
 decoding loop does (fill the host bitmask, pick a token it allows, consume

@@ -1,0 +1,62 @@
+"""The public surface: what ``constrained`` exports is a short, documented
+list; everything else is reached from its module."""
+
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import constrained
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+
+PUBLIC = {
+    # entry points
+    "compile_tools", "parse_tool_calls", "ToolCallStreamParser", "render_tool_calls", "repair_arguments",
+    "generate", "load_model", "load_tools", "load_tokenizer", "get_dialect", "DIALECTS",
+    # options and results
+    "CompileOptions", "CompiledTools", "CheckResult", "ToolCallConstraint", "ConstraintEvent", "ParseResult",
+    "RejectedCall", "RepairResult", "GenerationResult", "LeftOutTool", "Tool", "Tokenizer",
+    # the transformers hook
+    "ToolCallLogitsProcessor", "ToolCallStoppingCriteria",
+    # errors
+    "ConstrainedError", "ArgumentError", "CompileError", "ConstraintError", "GenerationError", "OptionError",
+    "SchemaError", "SchemaLimitError", "SchemaWarning", "StreamClosedError", "ToolDefinitionError",
+    "UnknownDialectError", "UnsatisfiableSchemaError", "TokenizerError", "MissingExtraError",
+    "__version__",
+}
+
+
+def test_the_package_exports_the_public_names_and_no_others():
+    assert set(constrained.__all__) == PUBLIC
+    for name in constrained.__all__:
+        assert getattr(constrained, name) is not None
+    public_looking = {
+        name for name, value in vars(constrained).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public_looking <= PUBLIC, f"exported outside __all__: {sorted(public_looking - PUBLIC)}"
+
+
+def test_every_public_name_is_documented():
+    documented = set(re.findall(r"`(?:constrained\.)?(\w+)`", DOCS.read_text(encoding="utf-8")))
+    missing = sorted(PUBLIC - documented)
+    assert not missing, f"docs/api.md does not document {missing}"
+
+
+def test_the_removed_names_are_reached_from_their_modules():
+    from constrained.frames.normalize import normalize_schema
+    from constrained.frames.toolset import normalize_tools
+    from constrained.runtime.constraint import RowState, fill_masks_together
+    from constrained.tools import load_tools_file
+
+    assert callable(normalize_schema) and callable(normalize_tools) and callable(fill_masks_together)
+    assert RowState.__name__ == "RowState" and callable(load_tools_file)
+    assert not hasattr(constrained, "normalize_schema")
+
+
+def test_importing_the_package_loads_no_torch():
+    code = "import sys, constrained; print(sorted(m for m in ('torch', 'transformers', 'gguf') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
