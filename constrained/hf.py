@@ -23,16 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts
 from .runtime.frame_tracker import prepare_tables
-from .errors import GenerationError, MissingExtraError
+from .errors import TRANSFORMERS_EXTRA, GenerationError, MissingExtraError
 
 if TYPE_CHECKING:
     import torch
 
     from .compiler import CompiledTools
-
-
-TRANSFORMERS_EXTRA = "transformers"
-"""The extra that installs torch and transformers."""
 
 
 class ToolCallLogitsProcessor:

@@ -35,7 +35,8 @@ BAD_TOOLS: tuple[str, ...] = get_args(BadTools)
 @dataclass(frozen=True)
 class Flag:
     """How the command line spells an option. A boolean option's flag sets
-    the opposite of its default (``--no-parallel``); any other takes a value.
+    the opposite of its default (``--no-parallel``); any other takes a value,
+    and its ``help`` leaves the default out (the command line adds it).
     ``always``: a command line written from options shows this one at its
     default too (so that a replay reads in full)."""
 
@@ -109,11 +110,11 @@ class CompileOptions:
     """
 
     tool_choice: ToolChoice = option(
-        "auto", Flag("--tool-choice", f"{', '.join(TOOL_CHOICES)}, or a tool name (default auto)", always=True)
+        "auto", Flag("--tool-choice", f"{', '.join(TOOL_CHOICES)}, or a tool name", always=True)
     )
     parallel_tool_calls: bool = option(True, Flag("--no-parallel", "allow one call only"))
     key_order: KeyOrder = option(
-        "trained", Flag("--key-order", "order of an object's keys (default trained: the family's habit)", KEY_ORDERS)
+        "trained", Flag("--key-order", "order of an object's keys; trained is the family's habit", KEY_ORDERS)
     )
     strict: bool = option(
         True, Flag("--loose", "follow JSON Schema literally: objects without additionalProperties stay open")
@@ -122,13 +123,13 @@ class CompileOptions:
         True,
         Flag(
             "--reasoning",
-            "on: the model may open a reasoning block (default); off: no block; "
+            "on: the model may open a reasoning block; off: no block; "
             "open: the prompt opened it, the output starts inside it",
             values=REASONING_VALUES,
         ),
     )
     bad_tools: BadTools = option(
-        "leave_out", Flag("--bad-tools", "leave out a tool that cannot be compiled (default), or raise", BAD_TOOLS)
+        "leave_out", Flag("--bad-tools", "leave out a tool that cannot be compiled, or raise", BAD_TOOLS)
     )
 
     def __post_init__(self) -> None:

@@ -136,10 +136,14 @@ def load_tools_file(path: str | os.PathLike[str], *, format: str | None = None) 
 
 def read_tools_file(path: str | os.PathLike[str]) -> Any:
     """The JSON in a tools file, as given (for :func:`load_tool_entries` and
-    the compiler, which leave bad entries out); invalid JSON is a
-    ToolDefinitionError so callers such as the command line handle one error type."""
+    the compiler, which leave bad entries out); a file that is not UTF-8
+    text or not JSON is a ToolDefinitionError naming it, so callers such as
+    the command line handle one error type."""
     with open(path, encoding="utf-8") as f:
-        text = f.read()
+        try:
+            text = f.read()
+        except UnicodeDecodeError as exc:
+            raise ToolDefinitionError(f"{os.fspath(path)}: not UTF-8 text: {exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -44,11 +44,11 @@ class WalkOptions:
 
     sampler: str = option(
         "steered",
-        Flag("--sampler", "uniform over the allowed tokens, or steered towards structure (default)", SAMPLERS, always=True),
+        Flag("--sampler", "uniform over the allowed tokens, or steered towards structure", SAMPLERS, always=True),
     )
-    budget: int = option(256, Flag("--budget", "most tokens per walk (default 256)", always=True))
+    budget: int = option(256, Flag("--budget", "most tokens per walk", always=True))
     crosscheck_every: int = option(
-        0, Flag("--crosscheck", "compare every N-th mask with llguidance's own (default 0: never)", metavar="N")
+        0, Flag("--crosscheck", "compare every N-th mask with llguidance's own; 0 never", metavar="N")
     )
     fast_forward: bool = option(False, Flag("--fast-forward", "feed the tokens the grammar forces unsampled"))
     rollback: bool = option(False, Flag("--rollback", "now and then take back a few tokens"))

@@ -21,7 +21,7 @@ from ..compiler import CompiledTools, compile_tools
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
-from ..errors import ArgumentError, GenerationError, MissingExtraError
+from ..errors import MODEL_EXTRA, ArgumentError, GenerationError, MissingExtraError
 from ..options import CompileOptions, Reasoning, ToolChoice
 from ..output.parse import RejectedCall, parse_tool_calls
 from ..tokenizers import Tokenizer, load_tokenizer
@@ -118,7 +118,7 @@ def generate(
     'constrained[model]'``) it raises
     :class:`~constrained.errors.MissingExtraError`.
     """
-    MissingExtraError.require("generate", "model", "torch")
+    MissingExtraError.require("generate", MODEL_EXTRA, "torch")
     import torch
 
     if max_new_tokens < 1:

