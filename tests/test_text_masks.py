@@ -313,3 +313,33 @@ def test_glm_string_value_before_the_call_end(dialect, last):
     pair.run(rendered_tokens(compiled, [("f", {"a": 1, "b": "aaa"})]))
     assert pair.constraint.state(0) is RowState.FINISHED
     assert not pair.constraint.events
+
+
+@pytest.mark.parametrize(
+    "tail, kmp",
+    [(b"", 0), (b"", 1), (b"\n", 1), (b"\n<param", 0), (b"\n</parameter>\n<parameter=pa", 0), (b"(", 0), (b"()", 5)],
+)
+def test_guard_tokens_equal_a_scan_of_the_whole_vocabulary(tail, kmp):
+    """The tokens that would complete a guard, found from the few that can
+    (those holding a guard whole, those starting with a guard's rest), are
+    the tokens a scan of every token finds; one guard here ("():") lies
+    whole inside real tokens."""
+    from constrained.runtime.text_masks import ValueGuards, _completes_at
+
+    tok = load_tokenizer("qwen3")
+    masks = text_frame_masks(tok, "\n</parameter>\n", None)
+    guards = (b"():", b"\n<parameter=path>\n", b"\n</parameter>\n<parameter=path>\n", b"\n</function>\n")
+    found = ValueGuards(tok, masks, guards, b"\n").bad(tail, kmp)
+    table, special = tok.token_table
+    done = len(masks.close)
+    scanned = []
+    for token, data in enumerate(table):
+        if not data or token in special:
+            continue
+        end = _completes_at(masks.transitions, kmp, data, done)
+        whole = tail + data[: end or len(data)]
+        if any(guard in whole for guard in guards):
+            scanned.append(token)
+    assert found.tolist() == scanned
+    if not tail:
+        assert len(scanned) >= 3  # tokens such as "():\n" hold a guard whole

@@ -163,11 +163,16 @@ class ToolCallConstraint:
         # Per row and token held (end tokens aside): the tracker's snapshot
         # and the two nodes before it, for rollback.
         self._history: list[list[tuple[Any, MaskNode | None, MaskNode | None]]] = [[] for _ in range(batch_size)]
+        # Per row, the tokens llguidance said the grammar forces from here
+        # (``compute_ff_tokens``), dropped from the front as they are fed.
+        self._forced: list[list[int]] = [[] for _ in range(batch_size)]
         self._executor = _executor(num_threads) if batch_size > 1 and num_threads is not None else None
         self.precomputed_rows = 0
         """Masks filled from precomputed raw-text rows."""
         self.cached_rows = 0
-        """Masks filled from the mask cache (the rest by llguidance)."""
+        """Masks filled from the mask cache."""
+        self.forced_rows = 0
+        """Masks filled from the tokens the grammar forces (the rest by llguidance)."""
         self._words = (self.vocab_size + 31) // 32
         self._buffers: MaskBuffers | None = None
 
@@ -196,7 +201,17 @@ class ToolCallConstraint:
             return []
         if self._trackers is not None and self._trackers[row].in_text_frame:
             return []  # raw text of any content: never a single choice
-        return list(self._matchers[row].compute_ff_tokens())
+        return list(self._forced_from(row))
+
+    def _forced_from(self, row: int) -> list[int]:
+        """The tokens forced from ``row``'s state: those left from the last
+        time llguidance was asked, else llguidance's (about 1 us when none
+        are forced; once it names a run of forced tokens, each step of the
+        run is known without it)."""
+        forced = self._forced[row]
+        if not forced:
+            forced = self._forced[row] = self._matchers[row].compute_ff_tokens()
+        return forced
 
     # -- feeding tokens ----------------------------------------------------
 
@@ -231,6 +246,12 @@ class ToolCallConstraint:
         if state is RowState.RELEASED:
             self._unmatched[row] += 1
             return
+        forced = self._forced[row]
+        if forced:
+            if forced[0] == token:
+                del forced[0]
+            else:
+                forced.clear()
         if self._accepts(row, token):
             self._consumed[row] += 1
             if not self._ended[row]:
@@ -304,6 +325,7 @@ class ToolCallConstraint:
         rows = range(self.batch_size) if row is None else [row]
         for r in rows:
             self._masked[r] = False
+            self._forced[r] = []
             held = self._consumed[r] + self._unmatched[r]
             if num_tokens > held:
                 raise ConstraintError(f"sequence {r} holds {held} tokens; cannot roll back {num_tokens}")
@@ -382,6 +404,18 @@ class ToolCallConstraint:
                     single[row] = node.mask if isinstance(node.mask, int) else None
                     self.cached_rows += 1
                     self._misses[row] = 0
+                elif forced := self._forced_from(row):
+                    # llguidance's mask where bytes are forced allows just the
+                    # first token of their tokenization (the fuzzer's crosscheck
+                    # compares the two).
+                    single[row] = token = forced[0]
+                    words = buffers.host_words[row]
+                    words.fill(0)
+                    words[token >> 5] = 1 << (token & 31)
+                    if node is not None:
+                        assert self._cache is not None
+                        self._cache.keep_token(node, token)
+                    self.forced_rows += 1
                 else:
                     pending.append((self._matchers[row], row, node))
             elif state is RowState.RELEASED:

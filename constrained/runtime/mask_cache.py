@@ -104,15 +104,23 @@ class MaskCache:
     def store(self, node: MaskNode, row: np.ndarray) -> int | None:
         """Keep llguidance's mask ``row`` (just computed) at ``node``;
         return the one token it allows, if so."""
-        self.misses += 1
         token = single_token(row)
+        self._hold(node, row.copy() if token is None else token)
+        return token
+
+    def keep_token(self, node: MaskNode, token: int) -> None:
+        """Keep ``token`` as ``node``'s mask, the one token it allows."""
+        self._hold(node, token)
+
+    def _hold(self, node: MaskNode, mask: int | np.ndarray) -> None:
+        self.misses += 1
+        packed = not isinstance(mask, int)
         with self._lock:
-            if self.masks >= self.max_masks or (token is None and self.rows >= self.max_rows):
+            if self.masks >= self.max_masks or (packed and self.rows >= self.max_rows):
                 self.root, self.rows, self.masks = MaskNode(), 0, 0
             self.masks += 1
-            self.rows += token is None
-        node.mask = row.copy() if token is None else token
-        return token
+            self.rows += packed
+        node.mask = mask
 
     def _check(self, node: MaskNode, row: np.ndarray) -> None:
         """On the first reuse of a row: keep its forbidden tokens as an

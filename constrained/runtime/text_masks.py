@@ -18,6 +18,7 @@ the few tokens that would complete one, and the row leaves them out.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import threading
 from collections import OrderedDict
@@ -192,8 +193,7 @@ class ValueGuards:
         self.initial = self.advance(b"", lead)
         self._vocabulary = _vocabulary(tok)
         self._bad: dict[tuple[bytes, int], np.ndarray] = {}
-        common = set.intersection(*(set(guard) for guard in guards))
-        self._holding = self._vocabulary.holding(min(common, key=self._vocabulary.count)) if common else None
+        self._whole = self._vocabulary.containing(self.search, min(len(guard) for guard in guards))
 
     def advance(self, tail: bytes, data: bytes) -> bytes:
         """The state after ``data`` (value text) from ``tail``."""
@@ -207,11 +207,13 @@ class ValueGuards:
 
     def bad(self, tail: bytes, kmp: int) -> np.ndarray:
         """The text tokens that, from ``tail`` and closing state ``kmp``,
-        complete a guard before they complete the closing."""
+        complete a guard before they complete the closing. A guard so
+        completed lies in the token whole, or begins in ``tail`` and the
+        token starts with the rest of it: only those tokens are tried."""
         key = (tail, kmp)
         if key not in self._bad:
             table = self._vocabulary.table
-            candidates = set(self._holding if self._holding is not None else range(len(table)))
+            candidates = set(self._whole)
             for start in range(len(tail)):
                 for guard in self.guards:
                     if guard.startswith(tail[start:]):
@@ -236,8 +238,7 @@ class _Vocabulary:
         self.table = table
         self.sorted = sorted((data, token) for token, data in enumerate(table) if data and token not in special)
         self.keys = [data for data, _ in self.sorted]
-        self._holding: dict[int, list[int]] = {}
-        self._blob = b"\0".join(self.keys)
+        self._long: dict[int, tuple[bytes, list[int], list[int]]] = {}
 
     def starting_with(self, prefix: bytes) -> list[int]:
         first = bisect.bisect_left(self.keys, prefix)
@@ -246,14 +247,16 @@ class _Vocabulary:
             last += 1
         return [token for _, token in self.sorted[first:last]]
 
-    def holding(self, byte: int) -> list[int]:
-        if byte not in self._holding:
-            self._holding[byte] = [token for data, token in self.sorted if byte in data]
-        return self._holding[byte]
-
-    def count(self, byte: int) -> int:
-        """How often ``byte`` occurs in the vocabulary (to pick a rare one)."""
-        return self._blob.count(bytes([byte]))
+    def containing(self, pattern: re.Pattern[bytes], shortest: int) -> list[int]:
+        """The tokens in which ``pattern`` (of no NUL byte, matching at least
+        ``shortest`` bytes) finds a match: one regex scan over the tokens
+        long enough, joined by NUL bytes."""
+        if shortest not in self._long:
+            long = [(data, token) for data, token in self.sorted if len(data) >= shortest]
+            starts = list(itertools.accumulate((len(data) + 1 for data, _ in long), initial=0))
+            self._long[shortest] = (b"\0".join(data for data, _ in long), starts, [token for _, token in long])
+        blob, starts, tokens = self._long[shortest]
+        return sorted({tokens[bisect.bisect_right(starts, match.start()) - 1] for match in pattern.finditer(blob)})
 
 
 _vocabularies: dict[str, _Vocabulary] = {}
