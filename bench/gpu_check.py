@@ -8,8 +8,12 @@
 2. CUDA graph: the apply step (upload from pinned memory, unpack, minimum)
    is captured once and replayed; the replayed result must equal the eager one.
 3. Timing of apply (eager and graph replay) at batch 1, 64 and 256 on the
-   262,144 vocabulary, with CUDA events, 200 repetitions each, and a
-   torch.profiler table of where the apply's time goes at batch 64.
+   262,144 vocabulary, with CUDA events, 200 repetitions each: ours with the
+   Triton kernel (the default where Triton is installed) and with the bit
+   planes, XGrammar's ``apply_token_bitmask_inplace`` on the same bitmask
+   (when xgrammar is installed), and a device-to-device copy of the same
+   logits, the memory floor each is compared with; then a torch.profiler
+   table of where the apply's time goes at batch 64.
 
 Exits 1 if a check fails. Writes a Markdown report (``--out``).
 """
@@ -18,15 +22,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import platform
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
+from collections.abc import Callable
 
 import torch
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.runtime.constraint import ToolCallConstraint
+from constrained.runtime.logits_mask import MaskBuffers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from sample_tools import WRITE_FILE  # noqa: E402  (the tests' write_file, from the project's tests/)
@@ -94,19 +102,42 @@ def check_graph(device: torch.device) -> tuple[bool, str]:
                 f"{same_as_cpu}; allowed per row: {allowed}")
 
 
-def time_apply(batch: int, device: torch.device, graphed: bool, reps: int = 200) -> list[float]:
+APPLIES = ("constrained (Triton kernel)", "constrained (bit planes)", "XGrammar apply_token_bitmask_inplace",
+           "device-to-device copy")
+
+
+def apply_step(name: str, batch: int, device: torch.device) -> Callable[[], Any]:
+    """One apply of ``name`` on a batch whose rows stand inside a string:
+    ours with each GPU path (the upload from pinned memory included),
+    XGrammar's kernel on the same bitmask already on the device, and a copy
+    of the same logits (the memory floor)."""
     constraint, logits = constraint_inside_a_string(batch, device)
+    if name == "constrained (bit planes)":
+        words = (constraint.vocab_size + 31) // 32
+        constraint._buffers = MaskBuffers.allocate(constraint.compiled.tokenizer, batch, words, logits, kernel=False)
     constraint.fill_masks()
-    run = lambda: constraint.apply(logits)  # noqa: E731
+    if name.startswith("constrained"):
+        return lambda: constraint.apply(logits)
+    if name.startswith("XGrammar"):
+        import xgrammar as xgr
+
+        bits = constraint._buffers.host_bits.to(device)
+        return lambda: xgr.apply_token_bitmask_inplace(logits, bits)
+    target = torch.empty_like(logits)
+    return lambda: target.copy_(logits)
+
+
+def time_apply(name: str, batch: int, device: torch.device, graphed: bool, reps: int = 200) -> list[float]:
+    run = apply_step(name, batch, device)
     if graphed:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            constraint.apply(logits)
+            run()
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            constraint.apply(logits)
+            run()
         run = graph.replay
     for _ in range(10):
         run()
@@ -156,17 +187,20 @@ def main() -> int:
         f"- Allocations over 1,000 fill+apply steps at batch 64: {'PASS' if alloc_ok else 'FAIL'} ({alloc_msg})",
         f"- Apply captured in a CUDA graph: {'PASS' if graph_ok else 'FAIL'} ({graph_msg})",
         "",
-        "| batch | mode | mean us | p50 us | p99 us |",
-        "|---|---|---|---|---|",
+        "| batch | mode | apply | mean us | p50 us | p99 us | mean / copy |",
+        "|---|---|---|---|---|---|---|",
     ]
+    names = [name for name in APPLIES if not name.startswith("XGrammar") or importlib.util.find_spec("xgrammar")]
     for batch in (1, 64, 256):
         for graphed in (False, True):
-            times = sorted(time_apply(batch, device, graphed))
-            p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
-            lines.append(
-                f"| {batch} | {'graph replay' if graphed else 'eager'} | {statistics.mean(times):.1f} | "
-                f"{statistics.median(times):.1f} | {p99:.1f} |"
-            )
+            measured = {name: sorted(time_apply(name, batch, device, graphed)) for name in names}
+            copy = statistics.mean(measured["device-to-device copy"])
+            for name, times in measured.items():
+                p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+                lines.append(
+                    f"| {batch} | {'graph replay' if graphed else 'eager'} | {name} | {statistics.mean(times):.1f} | "
+                    f"{statistics.median(times):.1f} | {p99:.1f} | {statistics.mean(times) / copy:.2f} |"
+                )
     lines += ["", "Where the eager apply's time goes at batch 64 (torch.profiler, 20 applies):", "", "```",
               profile_apply(64, device), "```"]
     report = "\n".join(lines) + "\n"

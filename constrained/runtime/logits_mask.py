@@ -4,9 +4,10 @@ allocated once, and the in-place apply of a packed bitmask.
 On CPU a byte of the mask indexes a 256-entry table of ``+inf``/``-inf``
 and an in-place minimum keeps the allowed logits bit for bit; rows whose
 mask is known in short (a few forbidden tokens, or one allowed token) take
-a shorter path. On a GPU the bits are expanded by shifts instead
-(:func:`apply_bit_planes`). Fixed shapes and no allocation, so the GPU apply
-can be captured in a CUDA graph.
+a shorter path. On a GPU one Triton kernel reads the bits and writes
+``-inf`` where they are clear (:mod:`.mask_kernel`); without Triton the bits
+are expanded by shifts (:func:`apply_bit_planes`). Fixed shapes and no
+allocation, so the GPU apply can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
 from ..errors import ConstraintError
+from .mask_kernel import apply_packed_bits, triton_available
 
 if TYPE_CHECKING:
     import torch
@@ -38,7 +40,8 @@ class MaskBuffers:
     byte_table: torch.Tensor
     byte_index: torch.Tensor  # CPU: the table path (empty on a GPU)
     bias: torch.Tensor
-    bit_planes: torch.Tensor  # GPU: the bit-plane path (empty on CPU)
+    bit_planes: torch.Tensor  # GPU without the kernel: the bit-plane path (else empty)
+    kernel: bool  # the Triton kernel applies the bits
     shifts: torch.Tensor
     forbidden: torch.Tensor
     masked_width: int
@@ -47,9 +50,13 @@ class MaskBuffers:
     dtype: Any
 
     @classmethod
-    def allocate(cls, tok: Tokenizer, batch: int, words: int, logits: torch.Tensor) -> MaskBuffers:
+    def allocate(
+        cls, tok: Tokenizer, batch: int, words: int, logits: torch.Tensor, kernel: bool | None = None
+    ) -> MaskBuffers:
         """Buffers for ``batch`` rows of ``words`` mask words over ``tok``,
-        shaped after ``logits``."""
+        shaped after ``logits``. ``kernel``: apply with the Triton kernel
+        (default: on a GPU where Triton is installed and the logits' rows
+        are contiguous); it is compiled here, before any graph capture."""
         import torch
 
         if logits.dim() != 2 or logits.shape[0] != batch:
@@ -69,7 +76,9 @@ class MaskBuffers:
         # A GPU expands the bits by shifts and selects (the table gather was
         # 11x slower there: 1.39 ms against 0.13 ms at batch 64 on an H200,
         # bench/GPU_CHECK.md); on CPU the table and the minimum are faster.
-        planes = device.type != "cpu"
+        if kernel is None:
+            kernel = device.type == "cuda" and logits.stride(1) == 1 and triton_available()
+        planes = device.type != "cpu" and not kernel
         host = torch.zeros((batch, words), dtype=torch.int32, pin_memory=pinned)
         end_only = torch.zeros((words,), dtype=torch.int32)
         end_bits = end_only.numpy().view("uint32")
@@ -80,7 +89,7 @@ class MaskBuffers:
         bits = torch.arange(256).unsqueeze(1).bitwise_right_shift(torch.arange(8)).bitwise_and(1).bool()
         table = torch.full((256, 8), float("-inf"), dtype=logits.dtype)
         table.masked_fill_(bits, float("inf"))
-        return cls(
+        buffers = cls(
             host_bits=host,
             host_words=host.numpy().view("uint32"),
             nothing=torch.zeros(0, dtype=torch.int64),
@@ -89,18 +98,26 @@ class MaskBuffers:
             device_bits=host if not pinned else torch.zeros((batch, words), dtype=torch.int32, device=device),
             end_only=end_only,
             byte_table=table.to(device),
-            byte_index=torch.empty((0 if planes else batch * words * 4,), dtype=torch.int64, device=device),
-            bias=torch.empty((0 if planes else batch * words * 4, 8), dtype=logits.dtype, device=device),
+            byte_index=torch.empty((batch * words * 4 if device.type == "cpu" else 0,), dtype=torch.int64,
+                                   device=device),
+            bias=torch.empty((batch * words * 4 if device.type == "cpu" else 0, 8), dtype=logits.dtype,
+                             device=device),
             bit_planes=torch.empty((batch, words * 4, 8) if planes else (0,), dtype=torch.uint8, device=device),
             shifts=torch.arange(8, dtype=torch.uint8, device=device),
             forbidden=torch.tensor(float("-inf"), dtype=logits.dtype, device=device),
+            kernel=kernel,
             masked_width=min(width, words * 32),
             shape=(batch, width),
             device=device,
             dtype=logits.dtype,
         )
+        if kernel:  # compiled now, for logits like these (a scratch copy: the kernel writes)
+            apply_packed_bits(buffers.device_bits, torch.empty_like(logits), buffers.masked_width)
+        return buffers
 
     def check(self, logits: torch.Tensor) -> None:
+        if self.kernel and logits.stride(1) != 1:
+            raise ConstraintError("the logits' rows must be contiguous, as they were when the buffers were made")
         if tuple(logits.shape) != self.shape or logits.device != self.device or logits.dtype != self.dtype:
             raise ConstraintError(
                 f"the buffers were made for {self.dtype} logits {self.shape} on {self.device}; "
@@ -124,6 +141,10 @@ def apply_mask(
     import torch
 
     batch = logits.shape[0]
+    if buffers.kernel:
+        if buffers.device_bits is not buffers.host_bits:
+            buffers.device_bits.copy_(buffers.host_bits, non_blocking=True)
+        return apply_packed_bits(buffers.device_bits, logits, buffers.masked_width)
     if buffers.device.type == "cpu":
         dense = [row for row in range(batch) if forbidden[row] is None and single[row] is None]
         if len(dense) < batch:
