@@ -145,9 +145,8 @@ class CompiledTools:
         every step what a constraint asks (the forced tokens, else the
         mask). llguidance builds its lexer states lazily and every copy of
         the template shares them, so the first request of the set no longer
-        pays for them token by token (about 3x on a tool set's first call,
-        ``bench/mask_time.py``); XGrammar makes the same trade by
-        precomputing at compile time. At most :data:`REHEARSAL_TOKENS`
+        pays for them token by token (``bench/mask_time.py``, calls never
+        seen); XGrammar makes the same trade by precomputing at compile time. At most :data:`REHEARSAL_TOKENS`
         tokens in all; a call the grammar refuses stops where it is refused."""
         import numpy as np
 
