@@ -16,7 +16,11 @@ row its next token (not timed), until every row is done:
   llguidance rows on its thread pool of ``--threads`` threads;
 - ``XGrammar 0.2.9``: one ``GrammarMatcher`` per row on its structural tag,
   filled by ``BatchGrammarMatcher.batch_fill_next_token_bitmask`` on
-  ``--threads`` threads.
+  ``--threads`` threads;
+- ``..., calls never seen``: both engines on another batch (BFCL entries
+  every third from the second), compiled cold (compile caches cleared) and timed on their first run, no warm-up.
+  XGrammar's matchers have run once over these tokens (the check that it
+  accepts them), which can only favour it.
 
 Rows whose tokens XGrammar's tag refuses are left out before the batch is
 made.
@@ -33,29 +37,34 @@ from typing import Any, Callable
 import torch
 
 from constrained import ToolCallConstraint, load_tokenizer
+from constrained.compiler import clear_compile_cache
 from constrained.runtime.constraint import fill_masks_together
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import bfcl_entries  # noqa: E402
-from mask_time import FIRST, REPEATED, TOKENIZER, Case, Workload, fresh_cache, prepared, xgrammar_grammar  # noqa: E402
+from mask_time import (  # noqa: E402
+    FIRST, REPEATED, TOKENIZER, Case, Workload, _xgr_compilers, fresh_cache, prepared, xgrammar_grammar,
+)
 from report import environment, summary, write_section  # noqa: E402
 
 XGRAMMAR = "XGrammar 0.2.9"
+UNSEEN, XGRAMMAR_UNSEEN = "constrained, calls never seen", "XGrammar 0.2.9, calls never seen"
 POOLED = "constrained, first call, llguidance pool"
 DIALECTS = ("qwen3_coder", "gemma4")
 
 Row = tuple[Any, list[int], Any]  # (compiled tools, tokens, XGrammar's compiled grammar)
 
 
-def rows_for(dialect: str, count: int) -> list[Row]:
-    """``count`` BFCL calls that both engines accept, each with its tools."""
+def rows_for(dialect: str, count: int, first: int = 0) -> list[Row]:
+    """``count`` BFCL calls that both engines accept, each with its tools
+    (every third entry from ``first``)."""
     import xgrammar as xgr
 
     tok = load_tokenizer(TOKENIZER[dialect])
     load = Workload(dialect, "BFCL", [])
     rows: list[Row] = []
-    for entry in bfcl_entries()[::3]:
+    for entry in bfcl_entries()[first::3]:
         found = prepared(load, Case(entry.functions, entry.calls), tok)
         if found is None:
             continue
@@ -112,7 +121,8 @@ def main() -> int:
         "## Filling a batch of masks (`bench/batch_fill.py`)",
         "",
         f"{environment()}; XGrammar and the llguidance pool on {args.threads} threads. Each row is a BFCL v3 ground-truth call with its own "
-        "tools; a step fills the masks of every row still generating. "
+        "tools; a step fills the masks of every row still generating. Calls never seen: another batch, compiled cold and timed "
+        "on its first run (each engine's ratio against XGrammar's run on that batch). "
         f"`{FIRST}`: every tool set's mask cache emptied first; `{REPEATED}`: the same batch a third time.",
         "",
         "| dialect | rows | steps | engine | mean us per step | p50 | p99 | us per row-mask | mean / XGrammar |",
@@ -120,6 +130,11 @@ def main() -> int:
     ]
     for dialect in DIALECTS:
         for count in args.batches:
+            clear_compile_cache()
+            _xgr_compilers.clear()
+            unseen = rows_for(dialect, count, first=1)
+            never_seen = ours(unseen, None)
+            reference_unseen = theirs(unseen, args.threads)
             rows = rows_for(dialect, count)
             masks = sum(len(tokens) for _, tokens, _ in rows)
             ours(rows, None, cache_masks=False)  # warm-up
@@ -135,6 +150,12 @@ def main() -> int:
             reference = theirs(rows, args.threads)
             base = summary(reference)[0]
             for engine, times in ((FIRST, first), (REPEATED, repeated), (POOLED, pooled), (XGRAMMAR, reference)):
+                mean, p50, p99, _ = summary(times)
+                lines.append(f"| {dialect} | {count} | {len(times)} | {engine} | {mean:.0f} | {p50:.0f} | {p99:.0f} "
+                             f"| {sum(times) / masks:.1f} | {mean / base:.2f} |")
+            masks = sum(len(tokens) for _, tokens, _ in unseen)
+            base = summary(reference_unseen)[0]
+            for engine, times in ((UNSEEN, never_seen), (XGRAMMAR_UNSEEN, reference_unseen)):
                 mean, p50, p99, _ = summary(times)
                 lines.append(f"| {dialect} | {count} | {len(times)} | {engine} | {mean:.0f} | {p50:.0f} | {p99:.0f} "
                              f"| {sum(times) / masks:.1f} | {mean / base:.2f} |")

@@ -18,12 +18,11 @@ from collections.abc import Sequence
 
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
-from .errors import CompileError, ConstrainedError, OptionError, SchemaWarning
+from .errors import CompileError, OptionError, SchemaWarning
 from .frames.model import canonical_json
 from .grammar.lark import RuleSet
 from .grammar.emitter import ValueEmitter
 from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, Reasoning, ToolChoice
-from .schema.examples import example_value
 from .schema.json_values import json_text, text_digest
 from .schema.limits import too_deep
 from .frames.toolset import (
@@ -40,9 +39,6 @@ from .dialects.writable import writable_tool_set
 
 FORMAT_VERSION = 2
 _CACHE_SIZE = 64
-REHEARSAL_TOKENS = 2048
-"""Tokens a compiled set's rehearsal walks at most (about 40 per tool:
-the first 50 or so tools of a large set)."""
 
 
 @dataclass(frozen=True)
@@ -127,49 +123,15 @@ class CompiledTools:
 
     def matcher(self) -> Any:
         """A fresh ``llguidance.LLMatcher`` for one sequence: a copy of one
-        matcher built once per compiled grammar (building is the costly
-        part), after a rehearsal (:meth:`_rehearse`)."""
+        matcher built once per compiled grammar (building is the costly part)."""
         if self._template is None:
             import llguidance
 
             template = llguidance.LLMatcher(self.tokenizer.ll_tokenizer, self.grammar, log_level=0)
             if template.is_error():
                 raise CompileError(f"llguidance rejected the grammar: {template.get_error()}")
-            self._rehearse(template)
             object.__setattr__(self, "_template", template)
         return self._template.deep_copy()
-
-    def _rehearse(self, template: Any) -> None:
-        """Walk one call of each tool, with example arguments
-        (:func:`example_value`), through copies of ``template``, asking at
-        every step what a constraint asks (the forced tokens, else the
-        mask). llguidance builds its lexer states lazily and every copy of
-        the template shares them, so the first request of the set no longer
-        pays for them token by token (``bench/mask_time.py``, calls never
-        seen); XGrammar makes the same trade by precomputing at compile time. At most :data:`REHEARSAL_TOKENS`
-        tokens in all; a call the grammar refuses stops where it is refused."""
-        import numpy as np
-
-        dialect = get_dialect(self.dialect)
-        words = np.zeros((self.tokenizer.vocab_size + 31) // 32, dtype=np.uint32)
-        budget = REHEARSAL_TOKENS
-        for tool in self.tools:
-            arguments = example_value(tool.parameters)
-            if not isinstance(arguments, dict):
-                continue
-            try:
-                text = dialect.render_call(tool, arguments, self.key_order)
-            except (ConstrainedError, ValueError, TypeError):
-                continue  # an example this dialect cannot write
-            matcher = template.deep_copy()
-            for token in self.tokenizer.encode(text)[:budget]:
-                budget -= 1
-                if not matcher.compute_ff_tokens():
-                    matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
-                if not matcher.consume_token(token):
-                    break
-            if budget <= 0:
-                return
 
     def check(self, text: str) -> CheckResult:
         """Whether ``text`` (what a model generates, without its final

@@ -12,7 +12,6 @@ from typing import Any
 import jsonschema
 
 from constrained.frames.toolset import NormalizedTool, normalize_tool
-from constrained.schema.examples import example_value
 from constrained.frames.accepts import frame_accepts
 from constrained.tools import Tool, load_tools
 
@@ -237,6 +236,51 @@ def bfcl_facts() -> dict[str, tuple[str, str]]:
     return facts
 
 
+def sample_arguments(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """A plain value for ``schema``: every property filled, short text (the
+    caller validates the result)."""
+    if not isinstance(schema, dict) or depth > 6:
+        return None
+    if "$ref" in schema:
+        return sample_arguments(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs, depth + 1)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return sample_arguments(schema[key][0], defs, depth + 1)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object" or "properties" in schema:
+        return {k: sample_arguments(v, defs, depth + 1) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [sample_arguments(schema.get("items", {}), defs, depth + 1)] * max(schema.get("minItems", 1), 1)
+    if kind in ("integer", "number"):
+        return schema.get("minimum", schema.get("default", 3))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    if schema.get("format") in FORMAT_EXAMPLES:
+        return FORMAT_EXAMPLES[schema["format"]]
+    return schema.get("default") if isinstance(schema.get("default"), str) else "example text"
+
+
+# A value of each format the constraint enforces, for sample_arguments.
+FORMAT_EXAMPLES = {
+    "date-time": "2024-05-01T12:30:00Z",
+    "date": "2024-05-01",
+    "time": "12:30:00Z",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "email": "someone@example.com",
+    "uri": "https://example.com/page",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+    "hostname": "example.com",
+}
+
+
 @dataclass(frozen=True)
 class McpCall:
     """A call of one MCP corpus tool, with every tool of its server."""
@@ -248,14 +292,13 @@ class McpCall:
 
 
 def mcp_calls() -> list[McpCall]:
-    """One call of every MCP corpus tool whose example arguments
-    (:func:`~constrained.schema.examples.example_value`) are valid for it,
-    in file order."""
+    """One call of every MCP corpus tool whose :func:`sample_arguments` are
+    valid for it, in file order."""
     calls = []
     for path in sorted((CORPUS / "mcp").glob("*.json")):
         tools = load_tools(json.loads(path.read_text()))
         for tool in tools:
-            arguments = example_value(tool.parameters)
+            arguments = sample_arguments(tool.parameters, tool.parameters.get("$defs", {}))
             if isinstance(arguments, dict) and jsonschema.Draft202012Validator(tool.parameters).is_valid(arguments):
                 calls.append(McpCall(path.stem, tools, tool.name, arguments))
     return calls

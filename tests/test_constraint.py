@@ -239,6 +239,44 @@ def test_forced_tokens_are_the_grammar_fixed_text() -> None:
     assert with_reasoning.forced_tokens(0) == []  # the reasoning block may open first
 
 
+@pytest.mark.parametrize("dialect", ["gemma4", "qwen3_coder"])
+def test_masks_along_a_run_of_forced_tokens_are_llguidance_s_through_a_rollback(dialect: str) -> None:
+    """Without the mask cache, the steps of a forced run are known from the
+    run llguidance named once; each equals llguidance's own mask, also after
+    a rollback into the run and after fast-forward fed part of it."""
+    ct = compiled(dialect, tool_choice="get_weather", reasoning=False)
+    vocab = ct.tokenizer.vocab_size
+    tokens = call_tokens(dialect)
+    constraint = ToolCallConstraint(ct, 1, cache_masks=False)
+    reference = ct.matcher()
+    logits = torch.zeros(1, vocab)
+
+    def masks_alike() -> bool:
+        logits.zero_()
+        constraint.mask_logits(logits)
+        return np.array_equal(torch.isfinite(logits[0]).numpy(), llguidance_allowed(reference, vocab))
+
+    run = constraint.forced_tokens(0)
+    assert len(run) >= 4 and run == tokens[: len(run)]
+    constraint.consume_row(0, run[:1])
+    reference.consume_token(run[0])
+    for position, token in enumerate(tokens[1:], start=1):
+        assert masks_alike(), position
+        constraint.consume([token])
+        assert reference.consume_token(token)
+        if position == 3:
+            constraint.rollback(2)
+            assert reference.rollback(2)
+            assert masks_alike()
+            constraint.consume([tokens[2]])
+            assert reference.consume_token(tokens[2])
+            assert masks_alike()
+            constraint.consume([tokens[3]])
+            assert reference.consume_token(tokens[3])
+    assert constraint.forced_rows >= len(run) - 1 and constraint.events == []
+    assert constraint.is_finished(0)
+
+
 def test_bad_options_are_refused() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         ToolCallConstraint(compiled(), 0)

@@ -115,7 +115,7 @@ def test_the_tables_a_tokenizer_needs_are_built_with_the_processor_not_in_its_st
 
     monkeypatch.setattr(text_masks.TextFrameMasks, "build", built_in_a_step)
     monkeypatch.setattr(text_masks._Vocabulary, "__init__", built_in_a_step)
-    monkeypatch.setattr(text_masks._Vocabulary, "holding", lambda self, byte: self._holding[byte])
+    monkeypatch.setattr(text_masks._Vocabulary, "long_tokens", lambda self, shortest: self._long[shortest])
     text = render_tool_calls([{"name": "get_weather", "arguments": {"city": "Oslo <b>"}}], [WEATHER], dialect)
     vocab = ct.tokenizer.vocab_size
     tokens = ct.tokenizer.encode(text)

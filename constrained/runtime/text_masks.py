@@ -251,12 +251,17 @@ class _Vocabulary:
         """The tokens in which ``pattern`` (of no NUL byte, matching at least
         ``shortest`` bytes) finds a match: one regex scan over the tokens
         long enough, joined by NUL bytes."""
+        blob, starts, tokens = self.long_tokens(shortest)
+        return sorted({tokens[bisect.bisect_right(starts, match.start()) - 1] for match in pattern.finditer(blob)})
+
+    def long_tokens(self, shortest: int) -> tuple[bytes, list[int], list[int]]:
+        """The tokens of at least ``shortest`` bytes, joined by NUL bytes, with
+        where each starts in the join and their ids (made once per length)."""
         if shortest not in self._long:
             long = [(data, token) for data, token in self.sorted if len(data) >= shortest]
             starts = list(itertools.accumulate((len(data) + 1 for data, _ in long), initial=0))
             self._long[shortest] = (b"\0".join(data for data, _ in long), starts, [token for _, token in long])
-        blob, starts, tokens = self._long[shortest]
-        return sorted({tokens[bisect.bisect_right(starts, match.start()) - 1] for match in pattern.finditer(blob)})
+        return self._long[shortest]
 
 
 _vocabularies: dict[str, _Vocabulary] = {}
