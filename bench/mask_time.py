@@ -31,9 +31,8 @@ gemma4 and hermes; and calls never seen: other BFCL entries (every
 ``--bfcl-stride``-th from the second, so none is in the BFCL workload), each
 compiled cold (both engines' compile caches cleared) and timed on its first
 run with no warm-up, as a new request of a new tool set meets a process
-that has served others; their compile times are reported beside (ours
-includes the rehearsal of each tool). Keys are written in schema order (``key_order="schema"``,
-XGrammar's order). A sequence an engine refuses is left out for every
+that has served others; their compile times are reported beside. Keys
+are written in schema order (``key_order="schema"``, XGrammar's order). A sequence an engine refuses is left out for every
 engine and counted. One thread; each case runs twice per engine and the
 second run is timed (the first builds lexer states and caches).
 """
