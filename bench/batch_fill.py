@@ -18,8 +18,8 @@ row its next token (not timed), until every row is done:
   filled by ``BatchGrammarMatcher.batch_fill_next_token_bitmask`` on
   ``--threads`` threads;
 - ``..., calls never seen``: both engines on another batch (BFCL entries
-  every third from the second), compiled cold (compile caches cleared) and timed on their first run, no warm-up.
-  XGrammar's matchers have run once over these tokens (the check that it
+  every third from the second), compiled cold (compile caches cleared) and
+  timed on their first run, no warm-up. XGrammar's matchers have run once over these tokens (the check that it
   accepts them), which can only favour it.
 
 Rows whose tokens XGrammar's tag refuses are left out before the batch is
@@ -112,6 +112,19 @@ def theirs(rows: list[Row], threads: int) -> list[float]:
                       lambda index, token: matchers[index].accept_token(token), rows)
 
 
+def table_rows(dialect: str, rows: list[Row], measured: tuple[tuple[str, list[float]], ...]) -> list[str]:
+    """The table's lines for one batch: each engine's step times, against
+    the last engine's (XGrammar's) mean."""
+    masks = sum(len(tokens) for _, tokens, _ in rows)
+    base = summary(measured[-1][1])[0]
+    lines = []
+    for engine, times in measured:
+        mean, p50, p99, _ = summary(times)
+        lines.append(f"| {dialect} | {len(rows)} | {len(times)} | {engine} | {mean:.0f} | {p50:.0f} | {p99:.0f} "
+                     f"| {sum(times) / masks:.1f} | {mean / base:.2f} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 64])
@@ -136,7 +149,6 @@ def main() -> int:
             never_seen = ours(unseen, None)
             reference_unseen = theirs(unseen, args.threads)
             rows = rows_for(dialect, count)
-            masks = sum(len(tokens) for _, tokens, _ in rows)
             ours(rows, None, cache_masks=False)  # warm-up
             for compiled, _, _ in rows:
                 fresh_cache(compiled)
@@ -148,17 +160,9 @@ def main() -> int:
             pooled = ours(rows, args.threads)
             theirs(rows, args.threads)
             reference = theirs(rows, args.threads)
-            base = summary(reference)[0]
-            for engine, times in ((FIRST, first), (REPEATED, repeated), (POOLED, pooled), (XGRAMMAR, reference)):
-                mean, p50, p99, _ = summary(times)
-                lines.append(f"| {dialect} | {count} | {len(times)} | {engine} | {mean:.0f} | {p50:.0f} | {p99:.0f} "
-                             f"| {sum(times) / masks:.1f} | {mean / base:.2f} |")
-            masks = sum(len(tokens) for _, tokens, _ in unseen)
-            base = summary(reference_unseen)[0]
-            for engine, times in ((UNSEEN, never_seen), (XGRAMMAR_UNSEEN, reference_unseen)):
-                mean, p50, p99, _ = summary(times)
-                lines.append(f"| {dialect} | {count} | {len(times)} | {engine} | {mean:.0f} | {p50:.0f} | {p99:.0f} "
-                             f"| {sum(times) / masks:.1f} | {mean / base:.2f} |")
+            lines += table_rows(dialect, rows, ((FIRST, first), (REPEATED, repeated), (POOLED, pooled),
+                                                (XGRAMMAR, reference)))
+            lines += table_rows(dialect, unseen, ((UNSEEN, never_seen), (XGRAMMAR_UNSEEN, reference_unseen)))
             print(f"{dialect} batch {count}: done", file=sys.stderr)
     section = "\n".join(lines)
     write_section("batch_fill", section)

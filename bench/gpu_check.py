@@ -112,9 +112,10 @@ def apply_step(name: str, batch: int, device: torch.device) -> Callable[[], Any]
     XGrammar's kernel on the same bitmask already on the device, and a copy
     of the same logits (the memory floor)."""
     constraint, logits = constraint_inside_a_string(batch, device)
-    if name == "constrained (bit planes)":
+    if name.startswith("constrained"):  # each GPU path by name, whatever the default
         words = (constraint.vocab_size + 31) // 32
-        constraint._buffers = MaskBuffers.allocate(constraint.compiled.tokenizer, batch, words, logits, kernel=False)
+        kernel = name == "constrained (Triton kernel)"
+        constraint._buffers = MaskBuffers.allocate(constraint.compiled.tokenizer, batch, words, logits, kernel=kernel)
     constraint.fill_masks()
     if name.startswith("constrained"):
         return lambda: constraint.apply(logits)

@@ -105,6 +105,20 @@ class Workload:
     never_seen: bool = False  # each case timed on its first run, compiled cold
     compile_ms: dict[str, list[float]] = field(default_factory=dict)  # per engine, never-seen cases
 
+    def record(self, results: dict[str, list[float] | None], tokens: int) -> bool:
+        """Keep one case's step times per engine, or count it left out when
+        an engine refused its tokens; whether it was kept."""
+        refused = [engine for engine, times in results.items() if times is None]
+        if refused:
+            reason = "no valid call" if len(refused) == len(results) else f"refused by {', '.join(refused)}"
+            self.refused[reason] = self.refused.get(reason, 0) + 1
+            return False
+        self.measured += 1
+        self.tokens += tokens
+        for engine, times in results.items():
+            self.times.setdefault(engine, []).extend(times or [])
+        return True
+
 
 def workloads(bfcl_stride: int) -> list[Workload]:
     loads = []
@@ -257,17 +271,9 @@ def run_never_seen(load: Workload) -> None:
         theirs_ms = (time.perf_counter() - started) * 1000
         results = {NEVER_SEEN: time_steps(constrained_engine(compiled, tok), tokens),
                    XGRAMMAR: time_steps(xgrammar_matcher(grammar, tok), tokens)}
-        refused = [engine for engine, times in results.items() if times is None]
-        if refused:
-            reason = "no valid call" if len(refused) == len(results) else f"refused by {', '.join(refused)}"
-            load.refused[reason] = load.refused.get(reason, 0) + 1
-            continue
-        load.measured += 1
-        load.tokens += len(tokens)
-        load.compile_ms.setdefault(NEVER_SEEN, []).append(ours_ms)
-        load.compile_ms.setdefault(XGRAMMAR, []).append(theirs_ms)
-        for engine, times in results.items():
-            load.times.setdefault(engine, []).extend(times or [])
+        if load.record(results, len(tokens)):
+            load.compile_ms.setdefault(NEVER_SEEN, []).append(ours_ms)
+            load.compile_ms.setdefault(XGRAMMAR, []).append(theirs_ms)
 
 
 def run(load: Workload) -> None:
@@ -300,17 +306,9 @@ def run(load: Workload) -> None:
             results[engine] = time_steps(make(), tokens)
             if engine in (FIRST, REPEATED):
                 hits[engine], compiled._masks.hits = compiled._masks.hits, 0
-        refused = [engine for engine, times in results.items() if times is None]
-        if refused:
-            reason = "no valid call" if len(refused) == len(results) else f"refused by {', '.join(refused)}"
-            load.refused[reason] = load.refused.get(reason, 0) + 1
-            continue
-        load.measured += 1
-        load.tokens += len(tokens)
-        for engine, count in hits.items():
-            load.hits[engine] = load.hits.get(engine, 0) + count
-        for engine, times in results.items():
-            load.times.setdefault(engine, []).extend(times or [])
+        if load.record(results, len(tokens)):
+            for engine, count in hits.items():
+                load.hits[engine] = load.hits.get(engine, 0) + count
 
 
 def report(loads: list[Workload], plot: str) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
-from .mask_cache import MaskCache, MaskNode, mask_cache, single_token
+from .mask_cache import MaskCache, MaskNode, mask_cache, single_token, write_token
 
 if TYPE_CHECKING:
     import torch
@@ -409,9 +409,7 @@ class ToolCallConstraint:
                     # first token of their tokenization (the fuzzer's crosscheck
                     # compares the two).
                     single[row] = token = forced[0]
-                    words = buffers.host_words[row]
-                    words.fill(0)
-                    words[token >> 5] = 1 << (token & 31)
+                    write_token(buffers.host_words[row], token)
                     if node is not None:
                         assert self._cache is not None
                         self._cache.keep_token(node, token)

@@ -92,8 +92,7 @@ class MaskCache:
         mask = node.mask
         self.hits += 1
         if isinstance(mask, int):
-            row.fill(0)
-            row[mask >> 5] = 1 << (mask & 31)
+            write_token(row, mask)
             return None
         assert mask is not None
         np.copyto(row, mask)
@@ -135,6 +134,12 @@ class MaskCache:
         clear = np.flatnonzero(np.unpackbits(row[partial].view(np.uint8), bitorder="little") == 0)
         tokens = partial[clear >> 5] * 32 + (clear & 31)
         node.forbidden = torch.from_numpy(tokens[tokens < self.vocab_size])
+
+
+def write_token(row: np.ndarray, token: int) -> None:
+    """Make the packed mask ``row`` allow ``token`` alone."""
+    row.fill(0)
+    row[token >> 5] = 1 << (token & 31)
 
 
 def single_token(row: np.ndarray) -> int | None:
