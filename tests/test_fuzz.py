@@ -54,19 +54,7 @@ def compiled_for(tools: list[dict], dialect: str, mode: tuple[str, bool]):
                          parallel_tool_calls=parallel)
 
 
-@pytest.fixture
-def one_torch_thread():
-    """The cross-check applies masks to one row of logits: torch's thread
-    pool only adds synchronization there (5x slower on a busy 2-core machine)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def test_a_seeded_slice_of_the_sweep_finds_nothing_wrong(one_torch_thread):
+def test_a_seeded_slice_of_the_sweep_finds_nothing_wrong():
     sets = slice_tool_sets()
     steered, uniform = FuzzSummary(keep=10), FuzzSummary(keep=10)
     for dialect_index, dialect in enumerate(sorted(DIALECTS)):
@@ -101,7 +89,7 @@ def format_tool() -> dict:
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_walks_through_every_format_finish_valid(dialect, one_torch_thread):
+def test_walks_through_every_format_finish_valid(dialect):
     """The format patterns are large (IRIs: every plane's characters); walks
     through them at both depths never wedge, and what finishes validates
     (the parser checks formats with the same patterns)."""
@@ -166,7 +154,7 @@ def cache_edges(compiled, closing: bool):
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_cached_masks_equal_llguidance_in_every_dialect(dialect, one_torch_thread):
+def test_cached_masks_equal_llguidance_in_every_dialect(dialect):
     """Walks with other seeds write other values through the same markup:
     every mask, the cached ones included, is compared with llguidance's.
     In the raw-value dialects the masks after a closed value are shared
