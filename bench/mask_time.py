@@ -31,7 +31,12 @@ gemma4 and hermes; and calls never seen: other BFCL entries (every
 ``--bfcl-stride``-th from the second, so none is in the BFCL workload), each
 compiled cold (both engines' compile caches cleared) and timed on its first
 run with no warm-up, as a new request of a new tool set meets a process
-that has served others; their compile times are reported beside. Keys
+that has served others (what each engine builds once per tokenizer is
+built beforehand); ours is compiled as a serving engine compiles it, on its
+compile thread (``ToolsRequest.compile``: ``compile_tools``, then the masks
+every request starts with, ``warm_mask_cache``). The compile times are
+reported beside, and a second
+table gives each whole call: compile, the request's setup and every mask. Keys
 are written in schema order (``key_order="schema"``, XGrammar's order). A sequence an engine refuses is left out for every
 engine and counted. One thread; each case runs twice per engine and the
 second run is timed (the first builds lexer states and caches).
@@ -56,6 +61,7 @@ import torch
 
 from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import clear_compile_cache
+from constrained.runtime.constraint import warm_mask_cache
 from constrained.dialects.base import openai_function
 from constrained.frames.toolset import normalize_tools
 from constrained.tokenizers import Tokenizer
@@ -104,6 +110,8 @@ class Workload:
     hits: dict[str, int] = field(default_factory=dict)  # masks from the mask cache, per engine
     never_seen: bool = False  # each case timed on its first run, compiled cold
     compile_ms: dict[str, list[float]] = field(default_factory=dict)  # per engine, never-seen cases
+    setup_ms: dict[str, list[float]] = field(default_factory=dict)  # a request's matcher, never-seen cases
+    call_ms: dict[str, list[float]] = field(default_factory=dict)  # compile, setup and every mask, per case
 
     def record(self, results: dict[str, list[float] | None], tokens: int) -> bool:
         """Keep one case's step times per engine, or count it left out when
@@ -254,26 +262,43 @@ def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int]
 
 
 def run_never_seen(load: Workload) -> None:
-    """Each case compiled cold and timed on its first run, ours and XGrammar's."""
+    """Each case compiled cold and timed on its first run, ours and XGrammar's:
+    the compile, the per-request setup (ours: the constraint, its llguidance
+    matcher and buffers; XGrammar's: its matcher and bitmask) and every mask."""
     tok = load_tokenizer(TOKENIZER[load.dialect])
+    # What each engine builds once per tokenizer and process (ours: llguidance's
+    # token trie, the raw-text rows; XGrammar's: its compiler and TokenizerInfo),
+    # built before the first case with a tool no case has.
+    warm = prepared(load, Case([WRITE], [("write_file", {"path": "a", "content": "b"})]), tok)
+    assert warm is not None
+    time_steps(constrained_engine(warm[0], tok), warm[1])
+    time_steps(xgrammar_engine(load.dialect, warm[2], tok), warm[1])
     for case in load.cases:
         clear_compile_cache()
         started = time.perf_counter()
         found = prepared(load, case, tok)  # the compile (and the call rendered, ~0.1 ms)
-        ours_ms = (time.perf_counter() - started) * 1000
         if found is None:
             continue
         compiled, tokens, specs = found
-        xgrammar_grammar(load.dialect, specs, tok)  # the compiler of this tokenizer, made once
+        warm_mask_cache(compiled)  # the rest of an engine's compile (ToolsRequest.compile)
+        ours_ms = (time.perf_counter() - started) * 1000
         _xgr_compilers[tok.name].clear_cache()
         started = time.perf_counter()
         grammar = xgrammar_grammar(load.dialect, specs, tok)
         theirs_ms = (time.perf_counter() - started) * 1000
-        results = {NEVER_SEEN: time_steps(constrained_engine(compiled, tok), tokens),
-                   XGRAMMAR: time_steps(xgrammar_matcher(grammar, tok), tokens)}
+        steppers, setup_ms = {}, {}
+        for engine, make in ((NEVER_SEEN, lambda: constrained_engine(compiled, tok)),
+                             (XGRAMMAR, lambda: xgrammar_matcher(grammar, tok))):
+            started = time.perf_counter()
+            steppers[engine] = make()
+            setup_ms[engine] = (time.perf_counter() - started) * 1000
+        results = {engine: time_steps(stepper, tokens) for engine, stepper in steppers.items()}
         if load.record(results, len(tokens)):
-            load.compile_ms.setdefault(NEVER_SEEN, []).append(ours_ms)
-            load.compile_ms.setdefault(XGRAMMAR, []).append(theirs_ms)
+            for engine, compile_ms in ((NEVER_SEEN, ours_ms), (XGRAMMAR, theirs_ms)):
+                load.compile_ms.setdefault(engine, []).append(compile_ms)
+                load.setup_ms.setdefault(engine, []).append(setup_ms[engine])
+                masks_ms = sum(results[engine] or []) / 1000
+                load.call_ms.setdefault(engine, []).append(compile_ms + setup_ms[engine] + masks_ms)
 
 
 def run(load: Workload) -> None:
@@ -340,7 +365,35 @@ def report(loads: list[Workload], plot: str) -> str:
                 f"| {load.dialect} | {load.name} | {load.measured} | {load.tokens} | {engine} | {cached} | {mean:.1f} | {p50:.1f} "
                 f"| {p99:.1f} | {worst:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
             )
+    lines += whole_calls([load for load in loads if load.call_ms])
     return "\n".join(lines + report_tail(loads, plot, "engine", "mask us per token (whiskers p1-p99)"))
+
+
+def whole_calls(loads: list[Workload]) -> list[str]:
+    """For calls never seen: a call's compile, its request's setup and every
+    mask, per case (what a new tool set's first request waits in all)."""
+    if not loads:
+        return []
+    lines = [
+        "",
+        "Calls never seen, whole call per case: the compile, the request's setup (ours: the constraint with its "
+        "llguidance matcher and buffers; XGrammar's: its matcher and bitmask) and every mask of the call; ms.",
+        "",
+        "| dialect | engine | compile p50 | setup p50 | masks p50 | whole call p50 | whole call mean "
+        "| whole call p99 | mean / XGrammar |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for load in loads:
+        ref = statistics.mean(load.call_ms[XGRAMMAR])
+        for engine, calls in load.call_ms.items():
+            masks = [c - a - b for c, a, b in zip(calls, load.compile_ms[engine], load.setup_ms[engine])]
+            mean, p50, p99, _ = summary(calls)
+            lines.append(
+                f"| {load.dialect} | {engine} | {statistics.median(load.compile_ms[engine]):.2f} "
+                f"| {statistics.median(load.setup_ms[engine]):.2f} | {statistics.median(masks):.2f} | {p50:.2f} "
+                f"| {mean:.2f} | {p99:.2f} | {mean / ref:.2f} |"
+            )
+    return lines
 
 
 def report_tail(loads: list[Workload], plot: str, engines: str, ylabel: str) -> list[str]:

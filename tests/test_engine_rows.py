@@ -56,6 +56,23 @@ def test_a_description_travels_as_json_and_back():
     assert ToolsRequest.from_json(described.to_json()) == described
 
 
+def test_an_engine_s_compile_leaves_the_first_masks_in_the_cache():
+    """The forced run from the start and the first choice are masked where
+    the engine compiles (its compile thread), not in its decoding step."""
+    subtract = {"type": "function", "function": {"name": "subtract_warmed", "parameters": CALC["function"]["parameters"]}}
+    compiled = request(subtract, tool_choice="required", reasoning=False).compile(tok())
+    node, forced = compiled._masks.root, 0
+    while isinstance(node.mask, int):
+        node, forced = node.children[node.mask], forced + 1
+    assert forced >= 3 and isinstance(node.mask, np.ndarray)
+    before = compiled._masks.misses
+    constraint = ToolCallConstraint(compiled, 1)
+    for token in output_tokens({"name": "subtract_warmed", "arguments": {"a": 1, "b": 2}}, subtract)[: forced + 1]:
+        constraint.mask_logits(torch.zeros(1, tok().vocab_size))
+        constraint.consume_row(0, [token])
+    assert compiled._masks.misses == before and constraint.cached_rows == forced + 1
+
+
 @pytest.mark.parametrize(
     "text, complaint",
     [("{", "not JSON"), ('{"tools": []}', "'dialect' string"), (42, "'dialect' string"),

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from constrained import compile_tools, render_tool_calls
-from constrained.runtime.constraint import ToolCallConstraint
+from constrained.runtime.constraint import ToolCallConstraint, warm_mask_cache
 from constrained.dialects import DIALECTS
 from constrained.frames.model import SUPPORTED_FORMATS
 from constrained.qa.fuzz import FuzzSummary, Outcome, WalkOptions, fuzz, walk
@@ -167,6 +167,34 @@ def test_cached_masks_equal_llguidance_in_every_dialect(dialect):
     assert summary.cached_steps > 5, summary.counts() | {"cached": summary.cached_steps}
     if dialect in ("qwen3_coder", "glm45", "glm47"):
         assert cache_edges(compiled, closing=True)
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@pytest.mark.parametrize("choice", ["auto", "required"])
+def test_a_warmed_mask_cache_holds_llguidance_s_trunk(dialect, choice):
+    """warm_mask_cache keeps the tokens llguidance forces from the start and
+    its mask at the first choice, nothing more, and walks from the warmed
+    cache see llguidance's masks at every step."""
+    compiled = weather(dialect, tool_choice=choice, key_order="schema", parallel_tool_calls=False)
+    object.__setattr__(compiled, "_masks", None)
+    warm_mask_cache(compiled)
+    reference = compiled.matcher()
+    forced = reference.compute_ff_tokens()
+    node, held = compiled._masks.root, []
+    while isinstance(node.mask, int):
+        held.append(node.mask)
+        node = node.children[node.mask]
+    assert held == forced
+    reference.consume_tokens(forced)
+    if node.mask is None:  # the run opened a value of any text: its masks are precomputed rows
+        assert forced and not node.children and compiled._masks.masks == len(forced)
+    else:
+        words = np.zeros_like(node.mask)
+        reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        assert np.array_equal(node.mask, words) and np.unpackbits(words.view(np.uint8)).sum() > 1
+        assert not node.children and compiled._masks.masks == len(forced) + 1
+    summary = fuzz(compiled, 4, zlib.crc32(dialect.encode()), WalkOptions(budget=200, crosscheck_every=1))
+    assert summary.ok, [run.to_json() for run in summary.failures]
 
 
 def test_a_wrong_bit_in_a_cached_mask_is_found_by_the_cross_check():

@@ -478,6 +478,34 @@ class ToolCallConstraint:
         return f"ToolCallConstraint({self.compiled.dialect!r}, batch_size={self.batch_size}, rows=[{states}])"
 
 
+_TRUNK_STEPS = 64
+"""The most steps :func:`warm_mask_cache` walks (a forced run is shorter)."""
+
+
+def warm_mask_cache(compiled: CompiledTools) -> None:
+    """Fill ``compiled``'s mask cache along the trunk every request of the
+    tool set walks first: the tokens the grammar forces from the start, then
+    the mask of the first choice. These are llguidance's costliest masks
+    (100-200 us on a grammar it has not used: its lexer states are built on
+    first use), so an engine computes them where it compiles, on its compile
+    thread, and the decoding step that serves the request's first tokens
+    finds them cached. The cache then holds what one request stopped at the
+    first choice would have left in it, and nothing else."""
+    import torch
+
+    cache = mask_cache(compiled)
+    if cache.root.mask is not None:
+        return
+    constraint = ToolCallConstraint(compiled)
+    constraint.prepare(torch.zeros(1, constraint.vocab_size))
+    for _ in range(_TRUNK_STEPS):
+        constraint.fill_masks()
+        forced = constraint.forced_tokens(0)
+        if not forced:
+            return
+        constraint.consume_row(0, forced[:1])
+
+
 def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:
     """:meth:`~ToolCallConstraint.fill_masks` of several constraints (of one
     vocabulary; an engine's requests, each with its own tools). With

@@ -32,7 +32,7 @@ from ..errors import ArgumentError, ConstrainedError, OptionError, SchemaLimitEr
 from ..frames.toolset import normalize_tool_set
 from ..options import Reasoning, check_reasoning
 from ..tokenizers import Tokenizer
-from .constraint import OnViolation, ToolCallConstraint, fill_masks_together
+from .constraint import OnViolation, ToolCallConstraint, fill_masks_together, warm_mask_cache
 
 if TYPE_CHECKING:
     import torch
@@ -97,7 +97,8 @@ class ToolsRequest:
 
     def compile(self, tokenizer: Tokenizer | str) -> CompiledTools:
         """The constraint for this request (cached by content, so a server
-        compiles each tool set once)."""
+        compiles each tool set once), with the masks every request of it
+        starts with already in its mask cache (:func:`.warm_mask_cache`)."""
         compiled = compile_tools(
             self.tools,
             self.dialect,
@@ -108,6 +109,7 @@ class ToolsRequest:
         )
         for left in compiled.left_out:
             logger.warning("tool %r is left out of the constraint: %s", left.name, left.reason)
+        warm_mask_cache(compiled)
         return compiled
 
     def compile_in_background(self, tokenizer: Tokenizer | str) -> Future[CompiledTools | None]:
