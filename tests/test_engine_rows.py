@@ -57,20 +57,23 @@ def test_a_description_travels_as_json_and_back():
 
 
 def test_an_engine_s_compile_leaves_the_first_masks_in_the_cache():
-    """The forced run from the start and the first choice are masked where
-    the engine compiles (its compile thread), not in its decoding step."""
-    subtract = {"type": "function", "function": {"name": "subtract_warmed", "parameters": CALC["function"]["parameters"]}}
-    compiled = request(subtract, tool_choice="required", reasoning=False).compile(tok())
-    node, forced = compiled._masks.root, 0
-    while isinstance(node.mask, int):
-        node, forced = node.children[node.mask], forced + 1
-    assert forced >= 3 and isinstance(node.mask, np.ndarray)
-    before = compiled._masks.misses
-    constraint = ToolCallConstraint(compiled, 1)
-    for token in output_tokens({"name": "subtract_warmed", "arguments": {"a": 1, "b": 2}}, subtract)[: forced + 1]:
-        constraint.mask_logits(torch.zeros(1, tok().vocab_size))
-        constraint.consume_row(0, [token])
-    assert compiled._masks.misses == before and constraint.cached_rows == forced + 1
+    """The forced run from the start, the choice of tool and each tool's
+    name with the markup it forces are masked where the engine compiles
+    (its compile thread), not in its decoding step."""
+    tools = [{"type": "function", "function": {"name": name, "parameters": CALC["function"]["parameters"]}}
+             for name in ("subtract_warmed", "multiply_warmed")]
+    compiled = request(*tools, tool_choice="required", reasoning=False).compile(tok())
+    for tool in tools:
+        call = {"name": tool["function"]["name"], "arguments": {"a": 1, "b": 2}}
+        tokens = output_tokens(call, tool)
+        head = len(tok().encode(f"<tool_call>\n<function={call['name']}>\n"))
+        assert tokens[:head] == tok().encode(f"<tool_call>\n<function={call['name']}>\n")
+        constraint = ToolCallConstraint(compiled, 1)
+        misses = compiled._masks.misses
+        for token in tokens[:head]:
+            constraint.mask_logits(torch.zeros(1, tok().vocab_size))
+            constraint.consume_row(0, [token])
+        assert compiled._masks.misses == misses and constraint.cached_rows == head
 
 
 @pytest.mark.parametrize(

@@ -173,8 +173,8 @@ def test_cached_masks_equal_llguidance_in_every_dialect(dialect):
 @pytest.mark.parametrize("choice", ["auto", "required"])
 def test_a_warmed_mask_cache_holds_llguidance_s_trunk(dialect, choice):
     """warm_mask_cache keeps the tokens llguidance forces from the start and
-    its mask at the first choice, nothing more, and walks from the warmed
-    cache see llguidance's masks at every step."""
+    its mask at the first choice, and walks from the warmed cache see
+    llguidance's masks at every step."""
     compiled = weather(dialect, tool_choice=choice, key_order="schema", parallel_tool_calls=False)
     object.__setattr__(compiled, "_masks", None)
     warm_mask_cache(compiled)
@@ -187,12 +187,11 @@ def test_a_warmed_mask_cache_holds_llguidance_s_trunk(dialect, choice):
     assert held == forced
     reference.consume_tokens(forced)
     if node.mask is None:  # the run opened a value of any text: its masks are precomputed rows
-        assert forced and not node.children and compiled._masks.masks == len(forced)
+        assert forced and not node.children
     else:
         words = np.zeros_like(node.mask)
         reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
         assert np.array_equal(node.mask, words) and np.unpackbits(words.view(np.uint8)).sum() > 1
-        assert not node.children and compiled._masks.masks == len(forced) + 1
     summary = fuzz(compiled, 4, zlib.crc32(dialect.encode()), WalkOptions(budget=200, crosscheck_every=1))
     assert summary.ok, [run.to_json() for run in summary.failures]
 

@@ -479,19 +479,25 @@ class ToolCallConstraint:
 
 
 _TRUNK_STEPS = 64
-"""The most steps :func:`warm_mask_cache` walks (a forced run is shorter)."""
+"""The most steps :func:`warm_mask_cache` walks from the start (a forced run is shorter)."""
+_HEAD_TOOLS = 16
+"""Tool sets of at most this many tools also have each tool's head warmed."""
 
 
 def warm_mask_cache(compiled: CompiledTools) -> None:
-    """Fill ``compiled``'s mask cache along the trunk every request of the
-    tool set walks first: the tokens the grammar forces from the start, then
-    the mask of the first choice. These are llguidance's costliest masks
-    (100-200 us on a grammar it has not used: its lexer states are built on
-    first use), so an engine computes them where it compiles, on its compile
-    thread, and the decoding step that serves the request's first tokens
-    finds them cached. The cache then holds what one request stopped at the
-    first choice would have left in it, and nothing else."""
+    """Fill ``compiled``'s mask cache along the paths requests of the tool
+    set walk first: the tokens the grammar forces from the start and the
+    mask of the first choice, then (up to 16 tools) each tool's head, the
+    tokens of a call of it with no arguments for as long as the grammar
+    allows them (its name, the markup the name forces, the choice after
+    it). These are llguidance's costliest masks (100-200 us on a grammar it
+    has not used: its lexer states are built on first use), so an engine
+    computes them where it compiles, on its compile thread, and the
+    decoding step finds them cached. The cache then holds what requests
+    cut short on those paths would have left there, and nothing else."""
     import torch
+
+    from ..output.render import render_tool_calls
 
     cache = mask_cache(compiled)
     if cache.root.mask is not None:
@@ -502,8 +508,20 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
         constraint.fill_masks()
         forced = constraint.forced_tokens(0)
         if not forced:
-            return
+            break
         constraint.consume_row(0, forced[:1])
+    if len(compiled.tools) > _HEAD_TOOLS:
+        return
+    for tool in compiled.tools:
+        constraint.rollback(constraint._consumed[0])
+        head = render_tool_calls([{"name": tool.name, "arguments": {}}], compiled.tools, compiled.dialect)
+        for token in compiled.tokenizer.encode(head):
+            constraint.fill_masks()
+            if not constraint._mask_allows(0, token):
+                break
+            constraint.consume_row(0, [token])
+            if constraint.is_finished(0):
+                break
 
 
 def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:
