@@ -97,8 +97,8 @@ class ToolsRequest:
 
     def compile(self, tokenizer: Tokenizer | str) -> CompiledTools:
         """The constraint for this request (cached by content, so a server
-        compiles each tool set once), with the masks every request of it
-        starts with already in its mask cache (:func:`.warm_mask_cache`)."""
+        compiles each tool set once), with the masks its requests start
+        with already in its mask cache (:func:`.warm_mask_cache`)."""
         compiled = compile_tools(
             self.tools,
             self.dialect,
