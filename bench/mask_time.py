@@ -112,7 +112,7 @@ class Workload:
     never_seen: bool = False  # each case timed on its first run, compiled cold
     compile_ms: dict[str, list[float]] = field(default_factory=dict)  # per engine, never-seen cases
     setup_ms: dict[str, list[float]] = field(default_factory=dict)  # a request's matcher, never-seen cases
-    call_ms: dict[str, list[float]] = field(default_factory=dict)  # compile, setup and every mask, per case
+    masks_ms: dict[str, list[float]] = field(default_factory=dict)  # every mask of a case together
 
     def record(self, results: dict[str, list[float] | None], tokens: int) -> bool:
         """Keep one case's step times per engine, or count it left out when
@@ -299,8 +299,7 @@ def run_never_seen(load: Workload) -> None:
             for engine, compile_ms in ((NEVER_SEEN, ours_ms), (XGRAMMAR, theirs_ms)):
                 load.compile_ms.setdefault(engine, []).append(compile_ms)
                 load.setup_ms.setdefault(engine, []).append(setup_ms[engine])
-                masks_ms = sum(results[engine] or []) / 1000
-                load.call_ms.setdefault(engine, []).append(compile_ms + setup_ms[engine] + masks_ms)
+                load.masks_ms.setdefault(engine, []).append(sum(results[engine] or []) / 1000)
 
 
 def run(load: Workload) -> None:
@@ -367,7 +366,7 @@ def report(loads: list[Workload], plot: str) -> str:
                 f"| {load.dialect} | {load.name} | {load.measured} | {load.tokens} | {engine} | {cached} | {mean:.1f} | {p50:.1f} "
                 f"| {p99:.1f} | {worst:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
             )
-    lines += whole_calls([load for load in loads if load.call_ms])
+    lines += whole_calls([load for load in loads if load.masks_ms])
     return "\n".join(lines + report_tail(loads, plot, "engine", "mask us per token (whiskers p1-p99)"))
 
 
@@ -386,10 +385,11 @@ def whole_calls(loads: list[Workload]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for load in loads:
-        ref = statistics.mean(load.call_ms[XGRAMMAR])
-        for engine, calls in load.call_ms.items():
-            masks = [c - a - b for c, a, b in zip(calls, load.compile_ms[engine], load.setup_ms[engine])]
-            mean, p50, p99, _ = summary(calls)
+        calls = {engine: [sum(parts) for parts in zip(load.compile_ms[engine], load.setup_ms[engine], masks)]
+                 for engine, masks in load.masks_ms.items()}
+        ref = statistics.mean(calls[XGRAMMAR])
+        for engine, masks in load.masks_ms.items():
+            mean, p50, p99, _ = summary(calls[engine])
             lines.append(
                 f"| {load.dialect} | {engine} | {statistics.median(load.compile_ms[engine]):.2f} "
                 f"| {statistics.median(load.setup_ms[engine]):.2f} | {statistics.median(masks):.2f} | {p50:.2f} "
