@@ -18,6 +18,9 @@ rendered calls (then fed the token):
   tokens (gemma4);
 - ``constrained, call never seen``: the calls-never-seen workload only (see
   below), each case's first and only run;
+- ``constrained, other values``: the other-values workload only (see below):
+  the tool set's cache as an engine's compile and one request of the
+  ground-truth call left it;
 - ``XGrammar 0.2.9``: its built-in structural tag for the dialect
   (``qwen_3_coder``, ``gemma_4``, ``qwen_3`` for hermes, ``glm_4_7``) with
   the same tools, ``tool_choice="required"``, reasoning disabled.
@@ -27,7 +30,11 @@ characters of Python, ``edit`` with old and new strings) in qwen3_coder,
 glm47 and gemma4; the BFCL v3 ground-truth calls (every ``--bfcl-stride``-th
 entry whose truth is a valid call) and one call of every MCP corpus tool
 (arguments from its schema, every server's tools declared) in qwen3_coder,
-gemma4 and hermes; and calls never seen: other BFCL entries (every
+gemma4 and hermes; the same BFCL calls with other values (numbers moved by
+one, strings one letter longer, or only one of the two where the tools
+accept nothing else), timed after a request of the ground-truth call, as an
+agent calls the same tools with new arguments (XGrammar after the same
+request); and calls never seen: other BFCL entries (every
 ``--bfcl-stride``-th from the second, so none is in the BFCL workload), each
 compiled cold (both engines' compile caches cleared) and timed on its first
 run with no warm-up, as a new request of a new tool set meets a process
@@ -85,6 +92,7 @@ def function(name: str, *params: str) -> dict[str, Any]:
 WRITE = function("write_file", "path", "content")
 EDIT = function("edit", "path", "old_string", "new_string")
 FIRST, REPEATED = "constrained, first call", "constrained, repeated call"
+OTHER_VALUES = "constrained, other values"
 NEVER_SEEN = "constrained, call never seen"
 XGRAMMAR = "XGrammar 0.2.9"
 TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4"}
@@ -110,6 +118,7 @@ class Workload:
     refused: dict[str, int] = field(default_factory=dict)
     hits: dict[str, int] = field(default_factory=dict)  # masks from the mask cache, per engine
     never_seen: bool = False  # each case timed on its first run, compiled cold
+    other_values: bool = False  # each case's call with other values, after a request of the call itself
     compile_ms: dict[str, list[float]] = field(default_factory=dict)  # per engine, never-seen cases
     setup_ms: dict[str, list[float]] = field(default_factory=dict)  # a request's matcher, never-seen cases
     masks_ms: dict[str, list[float]] = field(default_factory=dict)  # every mask of a case together
@@ -139,6 +148,7 @@ def workloads(bfcl_stride: int) -> list[Workload]:
     for dialect in ("qwen3_coder", "gemma4", "hermes"):
         loads.append(Workload(dialect, f"BFCL (every {bfcl_stride}th entry)", bfcl))
         loads.append(Workload(dialect, "MCP corpus", mcp))
+        loads.append(Workload(dialect, f"BFCL, other values (every {bfcl_stride}th entry)", bfcl, other_values=True))
     unseen = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[1::bfcl_stride]]
     for dialect in ("qwen3_coder", "gemma4", "hermes"):
         loads.append(Workload(dialect, f"BFCL calls never seen (every {bfcl_stride}th from the 2nd)", unseen,
@@ -302,9 +312,68 @@ def run_never_seen(load: Workload) -> None:
                 load.masks_ms.setdefault(engine, []).append(sum(results[engine] or []) / 1000)
 
 
+def moved(value: Any, numbers: bool, strings: bool) -> Any:
+    """``value`` with its numbers moved and its strings lengthened (either)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return value + (1 if isinstance(value, int) else 0.5) if numbers else value
+    if isinstance(value, str):
+        return value + "s" if strings else value
+    if isinstance(value, list):
+        return [moved(item, numbers, strings) for item in value]
+    if isinstance(value, dict):
+        return {key: moved(item, numbers, strings) for key, item in value.items()}
+    return value
+
+
+def other_values(load: Workload, case: Case, compiled: Any, tok: Tokenizer, tokens: list[int]) -> list[int] | None:
+    """The tokens of the case's calls with other values (numbers and strings
+    moved, else one of the two) that its tools accept; None if there are none."""
+    for numbers, strings in ((True, True), (True, False), (False, True)):
+        calls = [{"name": name, "arguments": moved(arguments, numbers, strings)} for name, arguments in case.calls]
+        try:
+            texts = [render_tool_calls([call], compiled.tools, load.dialect, key_order="schema") for call in calls]
+        except Exception:  # moved values the dialect cannot write
+            continue
+        text = SEPARATOR[load.dialect].join(texts)
+        other = tok.encode(text) + [tok.token_id(END[load.dialect])]
+        if other != tokens and compiled.check(text).accepted:
+            return other
+    return None
+
+
+def run_other_values(load: Workload) -> None:
+    """Each case's call with other values, after a request of the call
+    itself: ours with the tool set's cache as an engine's compile and that
+    request left it, XGrammar after the same request."""
+    tok = load_tokenizer(TOKENIZER[load.dialect])
+    for case in load.cases:
+        found = prepared(load, case, tok)
+        if found is None:
+            continue
+        compiled, tokens, specs = found
+        other = other_values(load, case, compiled, tok, tokens)
+        if other is None:
+            load.refused["no other values its tools accept"] = load.refused.get("no other values its tools accept", 0) + 1
+            continue
+        warm_mask_cache(fresh_cache(compiled))
+        time_steps(constrained_engine(compiled, tok), tokens)  # the earlier request
+        compiled._masks.hits = 0
+        results = {OTHER_VALUES: time_steps(constrained_engine(compiled, tok), other)}
+        hits = compiled._masks.hits
+        time_steps(xgrammar_engine(load.dialect, specs, tok), tokens)
+        results[XGRAMMAR] = time_steps(xgrammar_engine(load.dialect, specs, tok), other)
+        if load.record(results, len(other)):
+            load.hits[OTHER_VALUES] = load.hits.get(OTHER_VALUES, 0) + hits
+
+
 def run(load: Workload) -> None:
     if load.never_seen:
         run_never_seen(load)
+        return
+    if load.other_values:
+        run_other_values(load)
         return
     tok = load_tokenizer(TOKENIZER[load.dialect])
     coding = load.name in ("write_file", "edit")

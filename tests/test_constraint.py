@@ -227,6 +227,40 @@ def test_rollback_restores_the_mask() -> None:
         constraint.rollback(5)
 
 
+def string_tool(name: str, *required: str, integer: str | None = None) -> dict[str, Any]:
+    properties: dict[str, Any] = {key: {"type": "string"} for key in required}
+    if integer is not None:
+        properties[integer] = {"type": "integer"}
+    parameters = {"type": "object", "properties": properties, "required": [*required, *([integer] if integer else [])]}
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+def test_a_rollback_leaves_no_mask_of_the_path_taken_back() -> None:
+    """llguidance keeps its last mask keyed by lexer state and parser row,
+    and its rollback keeps it too: a mask computed inside the string value
+    that ends ``last``'s arguments (where ``"}`` may follow) came back, after
+    a rollback, at the first string value of ``first`` (which needs a
+    ``size`` after it). The constraint recomputes the mask where it rolled
+    back to, so every mask after it is a fresh matcher's."""
+    ct = compile_tools([string_tool("last", "name"), string_tool("first", "material", integer="size")], "hermes", "qwen3",
+                       tool_choice="required", parallel_tool_calls=False)
+    tok = ct.tokenizer
+    taken_back = tok.encode('<tool_call>\n{"name": "last", "arguments": {"name": "x')
+    kept = tok.encode('<tool_call>\n{"name": "first", "arguments": {"material": "')
+    constraint = ToolCallConstraint(ct, cache_masks=False)
+    logits = torch.zeros(1, tok.vocab_size)
+    constraint.consume_row(0, taken_back)
+    constraint.mask_logits(logits)
+    constraint.rollback(len(taken_back))
+    constraint.consume_row(0, kept)
+    logits.zero_()
+    allowed = torch.isfinite(constraint.mask_logits(logits)[0]).numpy()
+    fresh = ct.matcher()
+    assert fresh.consume_tokens(kept)
+    assert np.array_equal(allowed, llguidance_allowed(fresh, tok.vocab_size))
+    assert allowed[tok.encode('",')[0]] and not allowed[tok.encode('"}')[0]]
+
+
 def test_forced_tokens_are_the_grammar_fixed_text() -> None:
     ct = compiled(tool_choice="get_weather", reasoning=False)
     constraint = ToolCallConstraint(ct, 1)

@@ -18,6 +18,7 @@ import zlib
 
 import numpy as np
 import pytest
+import torch
 
 from constrained import compile_tools, render_tool_calls
 from constrained.runtime.constraint import ToolCallConstraint, warm_mask_cache
@@ -167,6 +168,161 @@ def test_cached_masks_equal_llguidance_in_every_dialect(dialect):
     assert summary.cached_steps > 5, summary.counts() | {"cached": summary.cached_steps}
     if dialect in ("qwen3_coder", "glm45", "glm47"):
         assert cache_edges(compiled, closing=True)
+
+
+TYPED = {
+    "type": "function",
+    "function": {
+        "name": "book",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "nights": {"type": "integer", "minimum": 1},
+                "budget": {"type": "number"},
+                "room": {"enum": ["single", "double", "suite"]},
+                "breakfast": {"type": "boolean"},
+                "guests": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
+                "note": {"type": "string"},
+            },
+            "required": ["nights", "room"],
+        },
+    },
+}
+"""Typed top-level values of one argument object: once closed, each leaves
+no trace on what follows."""
+
+PICK = {
+    "type": "function",
+    "function": {
+        "name": "pick",
+        "parameters": {
+            "anyOf": [
+                {"type": "object", "properties": {"kind": {"const": "size"}, "size": {"type": "integer"}},
+                 "required": ["kind", "size"], "additionalProperties": False},
+                {"type": "object", "properties": {"kind": {"const": "name"}, "name": {"type": "string"}},
+                 "required": ["kind", "name"], "additionalProperties": False},
+            ]
+        },
+    },
+}
+"""Two parameter sets told apart by a value: what may follow ``kind``
+depends on its text."""
+
+
+def closing_edges_after_typed_values(compiled) -> int:
+    """Edges labelled by a value's closing token that leave a node holding a
+    mask (a typed value's first mask; a value of any text has none)."""
+    found, nodes = 0, [compiled._masks.root]
+    while nodes:
+        node = nodes.pop()
+        for label, child in node.children.items():
+            nodes.append(child)
+            found += label < 0 and node.mask is not None
+    return found
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47", "gemma4"])
+def test_masks_after_typed_values_are_shared_and_equal_llguidance(dialect):
+    """Walks write other numbers, enums, booleans and arrays through the
+    same markup; every mask, the ones found after a typed value by its
+    closing token included, is compared with llguidance's."""
+    compiled = compile_tools([TYPED], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema", parallel_tool_calls=False, reasoning=False)
+    object.__setattr__(compiled, "_masks", None)
+    summary = fuzz(compiled, 8, zlib.crc32(dialect.encode()) + 1, WalkOptions(budget=160, crosscheck_every=1))
+    assert summary.ok, [run.to_json() for run in summary.failures]
+    assert summary.finished >= 4, summary.counts()
+    if dialect != "gemma4":  # Gemma writes numbers, booleans and arrays in its markup: only strings are values
+        assert closing_edges_after_typed_values(compiled)
+
+
+def steps_from_llguidance(compiled, call: dict) -> list[int]:
+    """For each token of ``call`` (rendered), whether llguidance computed its
+    mask (1) or the cache, a precomputed row or a forced run gave it (0);
+    every mask is checked against a fresh llguidance matcher."""
+    tok = compiled.tokenizer
+    ids = tok.encode(render_tool_calls([call], compiled.tools, compiled.dialect, key_order="schema"))
+    constraint, reference = ToolCallConstraint(compiled), compiled.matcher()
+    constraint.prepare(torch.zeros(1, tok.vocab_size))
+    words = np.zeros((tok.vocab_size + 31) // 32, dtype=np.uint32)
+    computed = []
+    for token in ids:
+        misses = compiled._masks.misses
+        known = constraint.precomputed_rows + constraint.cached_rows + constraint.forced_rows
+        constraint.fill_masks()
+        computed.append(int(constraint.precomputed_rows + constraint.cached_rows + constraint.forced_rows == known))
+        reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        assert np.array_equal(constraint.allowed_words(0), words), tok.decode(ids[: len(computed)])
+        assert compiled._masks.misses >= misses
+        constraint.consume([token])
+        assert reference.consume_token(token)
+    assert not constraint.events
+    return computed
+
+
+def test_a_call_with_other_typed_values_finds_the_markup_after_each_value_cached():
+    compiled = compile_tools([TYPED], "qwen3_coder", "qwen3", tool_choice="required", key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    first = {"nights": 2, "budget": 80.5, "room": "single", "breakfast": True, "note": "late"}
+    second = {"nights": 14, "budget": 120, "room": "suite", "breakfast": False, "note": "quiet, please"}
+    steps_from_llguidance(compiled, {"name": "book", "arguments": first})
+    computed = steps_from_llguidance(compiled, {"name": "book", "arguments": second})
+    # llguidance is asked only inside the values new to the cache (the digits
+    # of 14 and 120, the enum's and the boolean's text); never at the markup
+    # after a value, nor at the next key or the end of the call.
+    tok = compiled.tokenizer
+    ids = tok.encode(render_tool_calls([{"name": "book", "arguments": second}], compiled.tools, "qwen3_coder",
+                                       key_order="schema"))
+    asked = [tok.decode(ids[: index]).rsplit("\n", 2)[-2:] for index, flag in enumerate(computed) if flag]
+    assert asked and all(line[0].startswith("<parameter=") for line in asked), asked
+
+
+SCULPTURE = [
+    {"type": "function", "function": {"name": "sculptor", "parameters": {
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}},
+    {"type": "function", "function": {"name": "sculpture_price", "parameters": {
+        "type": "object", "properties": {"material": {"type": "string"}, "size": {"type": "integer"},
+                                         "finish": {"enum": ["matte", "polished"]}},
+        "required": ["material", "size"]}}},
+]
+"""Two tools whose first string values sit where llguidance's parser rows
+coincide: one ends its arguments, the other needs a key after it."""
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4", "hermes"])
+def test_a_warmed_cache_gives_each_tool_s_calls_llguidance_s_masks(dialect):
+    """warm_mask_cache walks one example call per tool (rolling back between
+    them); calls with other values then find the masks it left, each equal
+    to a fresh matcher's. In the raw-value dialect llguidance is asked only
+    inside the values; Gemma writes numbers, booleans and arrays in its
+    markup, so there the masks after them are keyed by them."""
+    compiled = compile_tools([*SCULPTURE, TYPED], dialect, DIALECTS[dialect].default_tokenizer,
+                             tool_choice="required", key_order="schema", reasoning=False)
+    object.__setattr__(compiled, "_masks", None)
+    warm_mask_cache(compiled)
+    calls = [
+        {"name": "sculptor", "arguments": {"name": "Rodin"}},
+        {"name": "sculpture_price", "arguments": {"material": "bronze", "size": 12, "finish": "matte"}},
+        {"name": "book", "arguments": {"nights": 3, "budget": 99.5, "room": "double", "breakfast": False,
+                                       "guests": [2], "note": "by the sea"}},
+    ]
+    for call in calls:
+        computed = steps_from_llguidance(compiled, call)
+        assert not any(computed[:4]), (call["name"], computed)  # the call's opening and name: warmed
+        if dialect == "qwen3_coder":
+            tok = compiled.tokenizer
+            ids = tok.encode(render_tool_calls([call], compiled.tools, dialect, key_order="schema"))
+            asked = [tok.decode(ids[:index]).rsplit("\n", 2)[-2:] for index, flag in enumerate(computed) if flag]
+            assert all(line[0].startswith("<parameter=") for line in asked), asked
+
+
+def test_a_value_that_picks_a_parameter_set_is_not_shared():
+    """After ``kind``, what may follow depends on its text: a second call
+    that takes the other parameter set is accepted, every mask llguidance's."""
+    compiled = compile_tools([PICK], "qwen3_coder", "qwen3", tool_choice="required", key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    steps_from_llguidance(compiled, {"name": "pick", "arguments": {"kind": "size", "size": 3}})
+    steps_from_llguidance(compiled, {"name": "pick", "arguments": {"kind": "name", "name": "x"}})
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))

@@ -114,10 +114,13 @@ class _Walk:
         return ""
 
     def _rollback(self, count: int) -> None:
+        """Take back ``count`` tokens; the reference is a new matcher fed the
+        tokens kept, so its masks owe nothing to a rollback of its own."""
         self.constraint.rollback(count)
-        if self.reference is not None:
-            self.reference.rollback(count)
         del self.tokens[-count:]
+        if self.reference is not None:
+            self.reference = self.compiled.matcher()
+            self.reference.consume_tokens(self.tokens)
 
     def _crosscheck(self, words: np.ndarray) -> str:
         """Compare the row with llguidance's own mask and with the applied

@@ -97,6 +97,9 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
     return next(iter(variants.values()), compiled)
 
 
+_ACTIVE = RowState.ACTIVE
+
+
 class ToolCallConstraint:
     """The compiled tool grammar applied to a batch of ``batch_size``
     sequences, token by token.
@@ -160,9 +163,14 @@ class ToolCallConstraint:
         self._nodes: list[MaskNode | None] = [self._cache.root if self._cache else None] * batch_size
         self._value_starts: list[MaskNode | None] = [None] * batch_size
         self._misses = [0] * batch_size  # cache misses since the last hit
-        # Per row and token held (end tokens aside): the tracker's snapshot
-        # and the two nodes before it, for rollback.
-        self._history: list[list[tuple[Any, MaskNode | None, MaskNode | None]]] = [[] for _ in range(batch_size)]
+        # Per row and token held (end tokens aside): the token, the tracker's
+        # snapshot and the two nodes before it, for rollback.
+        self._history: list[list[tuple[int, Any, MaskNode | None, MaskNode | None]]] = [
+            [] for _ in range(batch_size)
+        ]
+        # Per row, how many tokens it held when llguidance last computed its
+        # mask (-1: never, with this matcher); see _roll_back_matcher.
+        self._mask_at = [-1] * batch_size
         # Per row, the tokens llguidance said the grammar forces from here
         # (``compute_ff_tokens``), dropped from the front as they are fed.
         self._forced: list[list[int]] = [[] for _ in range(batch_size)]
@@ -268,25 +276,30 @@ class ToolCallConstraint:
 
     def _advance(self, row: int, token: int) -> None:
         """Move the row's tracker and its place in the mask cache past an
-        accepted ``token``. A raw value of any text is skipped: the node
-        after it hangs off the node where it opened, by its closing token."""
+        accepted ``token``. A value that leaves no trace once closed is
+        skipped: the node after it hangs off the node where it opened, by
+        its closing token. Inside it, a value of any text has no node (its
+        masks are precomputed rows); a typed value's nodes are keyed by its
+        tokens, from the node where it opened."""
         tracker = self._trackers[row] if self._trackers is not None else None
         node, start = self._nodes[row], self._value_starts[row]
-        self._history[row].append((tracker.snapshot() if tracker is not None else None, node, start))
+        self._history[row].append((token, tracker.snapshot() if tracker is not None else None, node, start))
         if tracker is None:
             self._nodes[row] = node.child(token) if node is not None else None
             return
-        inside, closed = tracker.in_any_text_value, tracker.values_closed
+        inside, text, closed = tracker.in_traceless_value, tracker.in_any_text_value, tracker.values_closed
         tracker.feed(token)
         closed = tracker.values_closed - closed
-        if inside and closed == 0 and tracker.in_any_text_value:
-            return  # still inside the value
+        if inside and closed == 0 and tracker.in_traceless_value:  # still inside the value
+            if not text:
+                self._nodes[row] = node.child(token) if node is not None else None
+            return
         if inside:  # the token closed it (exactly one: else the row stops using the cache)
             node = start.child(~token) if closed == 1 and start is not None else None
         else:
             node = node.child(token) if node is not None else None
-        if tracker.in_any_text_value:  # the token opened one
-            node, start = None, node
+        if tracker.in_traceless_value:  # the token opened one
+            node, start = (None if tracker.in_any_text_value else node), node
         self._nodes[row], self._value_starts[row] = node, start
 
     def _accepts(self, row: int, token: int) -> bool:
@@ -336,11 +349,10 @@ class ToolCallConstraint:
                 self._ended[r] = False
                 self._consumed[r] -= 1
                 matched -= 1
-            if matched and not self._matchers[r].rollback(matched):
-                raise ConstraintError(f"sequence {r}: llguidance could not roll back {matched} tokens")
             if matched:
+                self._roll_back_matcher(r, matched)
                 history = self._history[r]
-                snapshot, self._nodes[r], self._value_starts[r] = history[-matched]
+                _, snapshot, self._nodes[r], self._value_starts[r] = history[-matched]
                 if self._trackers is not None:
                     self._trackers[r].restore(snapshot)
                 del history[-matched:]
@@ -348,6 +360,28 @@ class ToolCallConstraint:
             if self._unmatched[r] == 0:
                 stopped = self._ended[r] or self._matchers[r].is_stopped()
                 self._states[r] = RowState.FINISHED if stopped else RowState.ACTIVE
+
+    def _roll_back_matcher(self, row: int, count: int) -> None:
+        """Take ``count`` tokens back from the row's matcher.
+
+        llguidance keeps the last mask it computed, keyed by its lexer state
+        and parser row index, and its rollback keeps it: tokens fed after a
+        rollback can meet that key again in a different parser row and get
+        that mask (after a string value that ends one tool's arguments, where
+        ``"}`` may follow, the first string value of another tool, which
+        still needs a key, allowed ``"}`` too). So when llguidance computed a
+        mask past the point rolled back to, the row gets a new matcher fed
+        the tokens it keeps (under 1 us a token); otherwise its own rollback
+        is exact."""
+        kept = self._consumed[row] - count
+        if self._mask_at[row] <= kept:
+            if not self._matchers[row].rollback(count):
+                raise ConstraintError(f"sequence {row}: llguidance could not roll back {count} tokens")
+            return
+        matcher = self.compiled.matcher()
+        if not matcher.consume_tokens([entry[0] for entry in self._history[row][:kept]]):
+            raise ConstraintError(f"sequence {row}: llguidance refused the {kept} tokens it had accepted")
+        self._matchers[row], self._mask_at[row] = matcher, -1
 
     # -- the mask ----------------------------------------------------------
 
@@ -371,6 +405,8 @@ class ToolCallConstraint:
                 self._compute(matcher, row)
         else:
             work = [(matcher, row) for matcher, row, _ in pending]
+            for _, row in work:
+                self._mask_at[row] = self._consumed[row]
             self._executor.unsafe_compute_mask_ptr(work, self._require_buffers().host_bits.data_ptr(), self._words * 4,
                                                    self.batch_size)
         self._settle(pending)
@@ -379,29 +415,34 @@ class ToolCallConstraint:
         """llguidance's mask for ``row`` into the host bitmask (the address
         from torch: numpy's ``ctypes`` costs about 3 us a call)."""
         row_bytes = self._words * 4
+        self._mask_at[row] = self._consumed[row]
         matcher.unsafe_compute_mask_ptr(self._require_buffers().host_bits.data_ptr() + row * row_bytes, row_bytes)
 
     def _fill_known(self) -> list[tuple[Any, int, MaskNode | None]]:
         """Fill the rows whose mask is known without llguidance (raw-text
         rows, the mask cache, finished and released rows); return the
-        others: (matcher, row, the row's cache node)."""
+        others: (matcher, row, the row's cache node). The hot path of every
+        step: locals over attribute lookups."""
         buffers = self._require_buffers()
-        host = buffers.host_bits
+        words = buffers.host_words
         pending: list[tuple[Any, int, MaskNode | None]] = []
-        forbidden, single = self._forbidden, self._single
+        forbidden, single, nodes, trackers, cache = self._forbidden, self._single, self._nodes, self._trackers, self._cache
         for row, state in enumerate(self._states):
             forbidden[row] = single[row] = None
-            if state is RowState.ACTIVE:
+            if state is _ACTIVE:
                 self._masked[row] = True
-                tracker = self._trackers[row] if self._trackers is not None else None
-                node = self._nodes[row]
-                if tracker is not None and tracker.in_text_frame:
-                    forbidden[row] = tracker.fill(buffers.host_words[row], self._matchers[row].validate_tokens)
+                node = nodes[row]
+                if trackers is not None and trackers[row].in_text_frame:
+                    forbidden[row] = trackers[row].fill(words[row], self._matchers[row].validate_tokens)
                     self.precomputed_rows += 1
-                elif node is not None and node.mask is not None:
-                    assert self._cache is not None
-                    forbidden[row] = self._cache.write(node, buffers.host_words[row])
-                    single[row] = node.mask if isinstance(node.mask, int) else None
+                elif node is not None and (mask := node.mask) is not None:
+                    assert cache is not None
+                    if isinstance(mask, int):
+                        cache.hits += 1
+                        write_token(words[row], mask)
+                        single[row] = mask
+                    else:
+                        forbidden[row] = cache.write(node, words[row])
                     self.cached_rows += 1
                     self._misses[row] = 0
                 elif forced := self._forced_from(row):
@@ -409,23 +450,25 @@ class ToolCallConstraint:
                     # first token of their tokenization (the fuzzer's crosscheck
                     # compares the two).
                     single[row] = token = forced[0]
-                    write_token(buffers.host_words[row], token)
+                    write_token(words[row], token)
                     if node is not None:
-                        assert self._cache is not None
-                        self._cache.keep_token(node, token)
+                        assert cache is not None
+                        cache.keep_token(node, token)
                     self.forced_rows += 1
                 else:
                     pending.append((self._matchers[row], row, node))
             elif state is RowState.RELEASED:
-                host[row].fill_(-1)
+                buffers.host_bits[row].fill_(-1)
                 forbidden[row] = buffers.nothing
             else:
-                host[row].copy_(buffers.end_only)
+                buffers.host_bits[row].copy_(buffers.end_only)
         return pending
 
     def _settle(self, pending: list[tuple[Any, int, MaskNode | None]]) -> None:
         """After llguidance filled the ``pending`` rows: keep their masks in
         the cache, and note the rows that allow one token (CPU apply)."""
+        if not pending:
+            return
         buffers = self._require_buffers()
         cpu = buffers.device.type == "cpu"
         for _, row, node in pending:
@@ -481,22 +524,28 @@ class ToolCallConstraint:
 _TRUNK_STEPS = 64
 """The most steps :func:`warm_mask_cache` walks from the start (a forced run is shorter)."""
 _HEAD_TOOLS = 16
-"""Tool sets of at most this many tools also have each tool's head warmed."""
+"""Tool sets of at most this many tools also have a call of each tool warmed."""
+_CALL_TOKENS = 256
+"""The most tokens of each tool's example call :func:`warm_mask_cache` walks."""
 
 
 def warm_mask_cache(compiled: CompiledTools) -> None:
     """Fill ``compiled``'s mask cache along the paths requests of the tool
-    set walk first: the tokens the grammar forces from the start and the
-    mask of the first choice, then (up to 16 tools) each tool's head, the
-    tokens of a call of it with no arguments for as long as the grammar
-    allows them (its name, the markup the name forces, the choice after
-    it). These are llguidance's costliest masks (100-200 us on a grammar it
-    has not used: its lexer states are built on first use), so an engine
-    computes them where it compiles, on its compile thread, and the
-    decoding step finds them cached. The cache then holds what requests
-    cut short on those paths would have left there, and nothing else."""
+    set walk: the tokens the grammar forces from the start and the mask of
+    the first choice, then (up to 16 tools) one call of each tool with
+    example arguments (:func:`~constrained.frames.examples.example_arguments`;
+    without any, a call with none), for as long as the grammar allows its
+    tokens. Once a value that leaves no trace is closed, the masks after it
+    serve every call that writes the same keys (:meth:`ToolCallConstraint._advance`),
+    so the walk computes the markup of the tool's keys, the closings of its
+    values and the end of the call. These are llguidance's costliest masks
+    (100-200 us on a grammar it has not used: its lexer states are built on
+    first use), so an engine computes them where it compiles, on its compile
+    thread, and the decoding step finds them cached. The cache then holds
+    what those calls, made as requests, would have left there."""
     import torch
 
+    from ..frames.examples import example_arguments
     from ..output.render import render_tool_calls
 
     cache = mask_cache(compiled)
@@ -514,8 +563,9 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
         return
     for tool in compiled.tools:
         constraint.rollback(constraint._consumed[0])
-        head = render_tool_calls([{"name": tool.name, "arguments": {}}], compiled.tools, compiled.dialect)
-        for token in compiled.tokenizer.encode(head):
+        call = {"name": tool.name, "arguments": example_arguments(tool) or {}}
+        text = render_tool_calls([call], compiled.tools, compiled.dialect, key_order=compiled.key_order)
+        for token in compiled.tokenizer.encode(text)[:_CALL_TOKENS]:
             constraint.fill_masks()
             if not constraint._mask_allows(0, token):
                 break
@@ -538,6 +588,8 @@ def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: 
         for constraint, (matcher, row, _) in work:
             constraint._compute(matcher, row)
     elif work:
+        for constraint, (_, row, _) in work:
+            constraint._mask_at[row] = constraint._consumed[row]
         words = constraints[0]._words
         scratch = _scratch(len(work), words)
         _executor(num_threads).unsafe_compute_mask_ptr(

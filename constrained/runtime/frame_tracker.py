@@ -53,6 +53,7 @@ class FrameTracker:
         masks: TextFrameMasks,
         value_kind: Callable[[str, str], ValueKind],
         guards: Callable[[str], ValueGuards | None] = lambda tool: None,
+        values_decide: Callable[[str], bool] = lambda tool: True,
     ) -> None:
         self.syntax = syntax
         self.masks = masks
@@ -61,30 +62,40 @@ class FrameTracker:
         self._close_call_id = tok.token_id(syntax.call_close)
         self._value_kind = value_kind
         self._guards_of = guards
+        self._values_decide = values_decide
         self._guards: ValueGuards | None = None  # the open value's, when it takes any text
         self._tail = b""  # how much of a guard the value's text ends with
         self._state = _OUTSIDE
         self._tool: str | None = None
         self._markup = b""
         self._fast = False  # the open value takes any text
+        self._traceless = False  # what follows the open value does not depend on its text
         self._kmp = 0
         self._initial = False  # the closing matched so far began with the opening
         self._need = 0  # continuation bytes the last character still needs
         self._closings = 0  # values ended so far (not part of the state)
 
     def snapshot(self) -> tuple[object, ...]:
-        return (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need,
-                self._guards, self._tail)
+        return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
+                self._need, self._guards, self._tail)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
-        (self._state, self._tool, self._markup, self._fast, self._kmp, self._initial, self._need,
-         self._guards, self._tail) = snapshot  # type: ignore[assignment]
+        (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
+         self._need, self._guards, self._tail) = snapshot  # type: ignore[assignment]
 
     @property
     def in_any_text_value(self) -> bool:
         """Whether the text stands inside a value of any text (whose
         content the mask cache does not key on)."""
         return self._state == _VALUE and self._fast
+
+    @property
+    def in_traceless_value(self) -> bool:
+        """Whether the text stands inside a value that leaves no trace once
+        closed: what follows it depends on its closing token, not on its
+        text (a value of any text; a typed value of a tool whose arguments
+        are one object, so no value picks among parameter sets)."""
+        return self._state == _VALUE and self._traceless
 
     @property
     def values_closed(self) -> int:
@@ -196,6 +207,7 @@ class FrameTracker:
             self._state = _LOST
             return
         self._fast = kind is ValueKind.ANY_TEXT
+        self._traceless = self._fast or not self._values_decide(self._tool)
         self._guards = self._guards_of(self._tool) if self._fast else None
         self._tail = self._guards.initial if self._guards is not None else b""
         state = 0
@@ -221,7 +233,8 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
     """One tracker per sequence for ``compiled``, or ``None`` when its
     dialect has no raw-text values."""
     tok = compiled.tokenizer
-    syntax = get_dialect(compiled.dialect).raw_text_syntax(Markers(tok))
+    dialect = get_dialect(compiled.dialect)
+    syntax = dialect.raw_text_syntax(Markers(tok))
     if syntax is None or not compiled.tools:
         return None
     masks = _text_masks(tok, syntax)
@@ -234,6 +247,11 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
         return kinds[tool, key]
 
+    objects = {tool.name: len(dialect.argument_objects(tool)) for tool in compiled.tools}
+
+    def values_decide(tool: str) -> bool:
+        return objects.get(tool, 2) > 1
+
     guard_sets: dict[str, ValueGuards | None] = {}
 
     def guards(tool: str) -> ValueGuards | None:
@@ -241,7 +259,7 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             guard_sets[tool] = _value_guards(tok, syntax, masks, tools.get(tool))
         return guard_sets[tool]
 
-    return [FrameTracker(syntax, tok, masks, value_kind, guards) for _ in range(count)]
+    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide) for _ in range(count)]
 
 
 def prepare_tables(tok: Tokenizer, dialect: str) -> None:

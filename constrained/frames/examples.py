@@ -1,0 +1,134 @@
+"""A short example value for a frame, valid for it.
+
+A compiled tool set's warm-up (:func:`constrained.runtime.constraint.warm_mask_cache`)
+writes one call of each tool with such arguments through its grammar, so
+the masks of the markup every call of the tool walks (its keys, the
+closings of its values, the end of the call) are computed before the first
+request. Only the markup matters there, so an example is the plainest
+value the frame accepts, or none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from collections.abc import Mapping
+
+from .accepts import frame_accepts
+from .model import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    StringFrame,
+    UnionFrame,
+)
+from .toolset import NormalizedTool
+
+FORMAT_EXAMPLES = {
+    "date-time": "2024-05-01T12:30:00Z",
+    "date": "2024-05-01",
+    "time": "12:30:00Z",
+    "email": "someone@example.com",
+    "uri": "https://example.com/",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "ipv4": "192.0.2.1",
+    "hostname": "example.com",
+}
+"""A value of each string format an example may take."""
+
+_DEPTH = 4
+"""Nesting an example goes to at most (deeper frames have no example)."""
+
+
+class _NoExample(Exception):
+    """The frame has no example this module can write."""
+
+
+def example_arguments(tool: NormalizedTool) -> dict[str, Any] | None:
+    """Arguments for a call of ``tool`` that its parameters accept: every
+    property with an example, or None when a required one has none."""
+    try:
+        value = _example(tool.root, tool.schema.definitions, 0)
+    except _NoExample:
+        return None
+    if not isinstance(value, dict) or not frame_accepts(tool.root, value, tool.schema.definitions):
+        return None
+    return value
+
+
+def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int) -> Any:
+    if depth > _DEPTH:
+        raise _NoExample
+    if isinstance(frame, RefFrame):
+        if frame.name not in definitions:
+            raise _NoExample
+        return _example(definitions[frame.name], definitions, depth + 1)
+    if isinstance(frame, UnionFrame):
+        for option in frame.options:
+            try:
+                value = _example(option, definitions, depth + 1)
+            except _NoExample:
+                continue
+            if frame_accepts(option, value, definitions):
+                return value
+        raise _NoExample
+    if isinstance(frame, ObjectFrame):
+        return _object(frame, definitions, depth)
+    if isinstance(frame, ArrayFrame):
+        count = max(frame.min_items, min(1, frame.max_items if frame.max_items is not None else 1))
+        items = [*frame.prefix_items, *[frame.items] * max(count - len(frame.prefix_items), 0)][:count]
+        if any(item is None for item in items):
+            raise _NoExample
+        return [_example(item, definitions, depth + 1) for item in items if item is not None]
+    return _scalar(frame)
+
+
+def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, member in frame.properties:
+        if key in frame.forbidden:
+            continue
+        try:
+            value[key] = _example(member, definitions, depth + 1)
+        except _NoExample:
+            if key in frame.required:
+                raise
+    if any(key not in value for key in frame.required):
+        raise _NoExample  # a required key only additional or pattern properties define
+    return value
+
+
+def _scalar(frame: Frame) -> Any:
+    if isinstance(frame, EnumFrame):
+        if not frame.values:
+            raise _NoExample
+        return frame.values[0]
+    if isinstance(frame, BooleanFrame):
+        return True
+    if isinstance(frame, NullFrame):
+        return None
+    if isinstance(frame, (IntegerFrame, NumberFrame)):
+        low = frame.minimum if frame.minimum is not None else min(1, frame.maximum) if frame.maximum is not None else 1
+        if isinstance(frame, NumberFrame) and frame.exclusive_minimum and frame.minimum is not None:
+            low = frame.minimum + 1
+        step = frame.multiple_of
+        if step:
+            low = -(-low // step) * step
+        return int(low) if isinstance(frame, IntegerFrame) or float(low).is_integer() else low
+    if isinstance(frame, StringFrame):
+        if frame.patterns:
+            raise _NoExample
+        if frame.format is not None:
+            if frame.format not in FORMAT_EXAMPLES:
+                raise _NoExample
+            return FORMAT_EXAMPLES[frame.format]
+        return "x" * max(frame.min_length, 1 if frame.max_length is None or frame.max_length >= 1 else 0)
+    if isinstance(frame, FreeFrame):
+        return "x"
+    raise _NoExample

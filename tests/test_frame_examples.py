@@ -1,0 +1,66 @@
+"""Example arguments (``constrained.frames.examples``): the plainest values a
+tool's parameters accept, checked with ``jsonschema`` against the schema
+as given, or none when a required value cannot be written."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from constrained.frames.examples import example_arguments
+from constrained.frames.toolset import normalize_tool_set, normalize_tools
+
+from corpus import bfcl_functions, mcp_calls
+
+
+def tool(parameters: dict) -> dict:
+    return {"type": "function", "function": {"name": "t", "parameters": parameters}}
+
+
+def example(parameters: dict) -> dict | None:
+    return example_arguments(normalize_tools([tool(parameters)])[0])
+
+
+@pytest.mark.parametrize(
+    ("parameters", "expected"),
+    [
+        ({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "multipleOf": 3}}}, {"n": 6}),
+        ({"type": "object", "properties": {"x": {"type": "number", "maximum": -2}}}, {"x": -2}),
+        ({"type": "object", "properties": {"x": {"type": "number", "exclusiveMinimum": 0.5}}}, {"x": 1.5}),
+        ({"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}, {"d": "2024-05-01"}),
+        ({"type": "object", "properties": {"s": {"type": "string", "minLength": 3}}}, {"s": "xxx"}),
+        ({"type": "object", "properties": {"e": {"enum": ["b", "a"]}, "f": {"type": "boolean"}}}, {"e": "b", "f": True}),
+        ({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"}, "minItems": 2}}},
+         {"l": [1, 1]}),
+        ({"type": "object", "properties": {"u": {"anyOf": [{"type": "string", "pattern": "^a+$"}, {"type": "null"}]}}},
+         {"u": None}),
+    ],
+)
+def test_each_value_is_the_plainest_the_frame_accepts(parameters, expected):
+    assert example(parameters) == expected
+    jsonschema.validate(expected, parameters)
+
+
+def test_an_optional_key_without_an_example_is_left_out_a_required_one_gives_none():
+    pattern = {"type": "string", "pattern": "^[a-z]{3}$"}
+    assert example({"type": "object", "properties": {"p": pattern, "q": {"type": "integer"}}}) == {"q": 1}
+    assert example({"type": "object", "properties": {"p": pattern}, "required": ["p"]}) is None
+
+
+def test_mcp_corpus_examples_are_valid_for_their_schemas():
+    """Every example written for an MCP corpus tool validates against the
+    tool's schema as given, and most tools have one."""
+    tools = {tool.name: tool for call in mcp_calls() for tool in call.tools}
+    written = 0
+    for normalized in normalize_tools(list(tools.values()), strict=False):
+        arguments = example_arguments(normalized)
+        if arguments is not None:
+            written += 1
+            jsonschema.validate(arguments, normalized.parameters)
+    assert written > 0.8 * len(tools), (written, len(tools))
+
+
+def test_most_bfcl_tools_have_an_example():
+    by_name = {function["name"]: function for function in bfcl_functions()[::5]}
+    tools = normalize_tool_set(list(by_name.values()), strict=False).tools
+    assert sum(example_arguments(tool) is not None for tool in tools) > 0.9 * len(tools)
