@@ -221,7 +221,7 @@ def closing_edges_after_typed_values(compiled) -> int:
     return found
 
 
-@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47", "gemma4"])
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47", "gemma4", "functiongemma"])
 def test_masks_after_typed_values_are_shared_and_equal_llguidance(dialect):
     """Walks write other numbers, enums, booleans and arrays through the
     same markup; every mask, the ones found after a typed value by its
@@ -232,8 +232,7 @@ def test_masks_after_typed_values_are_shared_and_equal_llguidance(dialect):
     summary = fuzz(compiled, 8, zlib.crc32(dialect.encode()) + 1, WalkOptions(budget=160, crosscheck_every=1))
     assert summary.ok, [run.to_json() for run in summary.failures]
     assert summary.finished >= 4, summary.counts()
-    if dialect != "gemma4":  # Gemma writes numbers, booleans and arrays in its markup: only strings are values
-        assert closing_edges_after_typed_values(compiled)
+    assert closing_edges_after_typed_values(compiled)
 
 
 def steps_from_llguidance(compiled, call: dict) -> list[int]:
@@ -314,6 +313,29 @@ def test_a_warmed_cache_gives_each_tool_s_calls_llguidance_s_masks(dialect):
             ids = tok.encode(render_tool_calls([call], compiled.tools, dialect, key_order="schema"))
             asked = [tok.decode(ids[:index]).rsplit("\n", 2)[-2:] for index, flag in enumerate(computed) if flag]
             assert all(line[0].startswith("<parameter=") for line in asked), asked
+
+
+@pytest.mark.parametrize(("dialect", "opening"), [("qwen3_coder", "<parameter=n>\n"), ("gemma4", "{n:")])
+def test_a_number_s_masks_are_kept_per_state_of_its_text(dialect, opening):
+    """Inside a number of any value, the mask after ``7`` serves every run
+    of digits (one node per state of the number's text; in Gemma the number
+    is written in the markup): a second call's thirty-digit integer asks
+    llguidance at none of its digits, and every mask equals a fresh
+    matcher's."""
+    plain = {"type": "function", "function": {"name": "measure", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}, "required": ["n", "x"]}}}
+    compiled = compile_tools([plain], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema", reasoning=False)
+    object.__setattr__(compiled, "_masks", None)
+    steps_from_llguidance(compiled, {"name": "measure", "arguments": {"n": 7, "x": 1.5}})
+    long = 123456789012345678901234567890
+    computed = steps_from_llguidance(compiled, {"name": "measure", "arguments": {"n": long, "x": -0.25e-3}})
+    tok = compiled.tokenizer
+    ids = tok.encode(render_tool_calls([{"name": "measure", "arguments": {"n": long, "x": -0.25e-3}}], compiled.tools,
+                                       dialect, key_order="schema"))
+    after_digits = [index for index in range(len(ids)) if tok.decode(ids[:index]).partition(opening)[2].isdigit()]
+    assert len(after_digits) >= 29 and not any(computed[index] for index in after_digits), computed
+    assert sum(computed) <= 8, computed  # the new states of -0.00025 (sign, zero, exponent) and its closing
 
 
 def test_a_value_that_picks_a_parameter_set_is_not_shared():

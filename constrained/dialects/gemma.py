@@ -144,15 +144,14 @@ class Gemma4(Dialect):
         """A top-level string is raw text up to the delimiter token, so the
         constraint can follow it like a raw value: its opening is the key
         and the delimiter, after the call's name or a top-level ``,`` (and
-        any scalar members before it). Markup with a nested object or array
-        never matches, and the tracker leaves that call's values to
-        llguidance."""
+        any scalar members before it). A top-level number is written in the
+        markup, after the same members and its key. Markup with a nested
+        object or array never matches, and the tracker leaves that call's
+        values to llguidance."""
         key, scalar = rb"[^:,{}\[\]<]+", rb"-?[0-9][0-9.eE+\-]*|true|false|null"
         delimiter = re.escape(self.string_delimiter.encode())
-        opening = re.compile(
-            rb"(?:" + re.escape(CALL.encode()) + rb"(?P<tool>[^{]*)\{|,)(?:" + key + rb":(?:" + scalar + rb"),)*"
-            rb"(?P<key>" + key + rb"):" + delimiter
-        )
+        members = rb"(?:" + re.escape(CALL.encode()) + rb"(?P<tool>[^{]*)\{|,)(?:" + key + rb":(?:" + scalar + rb"),)*"
+        opening = re.compile(members + rb"(?P<key>" + key + rb"):" + delimiter)
         return RawTextSyntax(
             call_open=self.call_open,
             call_close=self.call_close,
@@ -165,6 +164,7 @@ class Gemma4(Dialect):
             value_guards=lambda tool: (),
             value_kind=functools.partial(top_level_value_kind, self, close=self.string_delimiter),
             text_may_spell_close=True,
+            number_opening=re.compile(members + rb"(?P<key>" + key + rb"):"),
         )
 
     def for_tools(self, tools: Mapping[str, NormalizedTool]) -> Gemma4:

@@ -193,6 +193,12 @@ class RawTextSyntax:
     text_may_spell_close: bool = False
     """Whether a value's text may spell a closing token out as text (Gemma:
     the parser splits on the token); else the grammar keeps it out."""
+    number_opening: re.Pattern[bytes] | None = None
+    """In a dialect that writes top-level numbers in its markup (Gemma):
+    matches, in full, the markup up to where such a member's value starts,
+    as ``opening`` does (groups ``key`` and, first member only, ``tool``);
+    the value is a number when the next byte begins one, and ends at the
+    first byte that cannot continue it."""
 
 
 class RawValueDialect(Dialect):

@@ -98,6 +98,9 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
 
 
 _ACTIVE = RowState.ACTIVE
+_NUMBER_STATE = 1 << 40
+"""Mask cache labels past every token id: a number's text in a state of
+its automaton (:attr:`FrameTracker.number_state`)."""
 
 
 class ToolCallConstraint:
@@ -280,7 +283,9 @@ class ToolCallConstraint:
         skipped: the node after it hangs off the node where it opened, by
         its closing token. Inside it, a value of any text has no node (its
         masks are precomputed rows); a typed value's nodes are keyed by its
-        tokens, from the node where it opened."""
+        tokens, from the node where it opened, and a number's text by its
+        state (after ``12`` and ``345`` alike, llguidance's lexer and parser
+        stand in the same place)."""
         tracker = self._trackers[row] if self._trackers is not None else None
         node, start = self._nodes[row], self._value_starts[row]
         self._history[row].append((token, tracker.snapshot() if tracker is not None else None, node, start))
@@ -291,15 +296,27 @@ class ToolCallConstraint:
         tracker.feed(token)
         closed = tracker.values_closed - closed
         if inside and closed == 0 and tracker.in_traceless_value:  # still inside the value
-            if not text:
+            if text:
+                return
+            number = tracker.number_state
+            if number is not None:  # a number's text: one node per state of its automaton
+                self._nodes[row] = start.child(_NUMBER_STATE + number) if start is not None else None
+            else:
                 self._nodes[row] = node.child(token) if node is not None else None
             return
+        before = node
         if inside:  # the token closed it (exactly one: else the row stops using the cache)
             node = start.child(~token) if closed == 1 and start is not None else None
         else:
             node = node.child(token) if node is not None else None
         if tracker.in_traceless_value:  # the token opened one
-            node, start = (None if tracker.in_any_text_value else node), node
+            number = tracker.number_state
+            if number and not inside and before is not None:
+                # It also began a number written in the markup (Gemma): keyed
+                # from before the token, whatever digit it began with.
+                node, start = before.child(_NUMBER_STATE + number), before
+            else:
+                node, start = (None if tracker.in_any_text_value else node), node
         self._nodes[row], self._value_starts[row] = node, start
 
     def _accepts(self, row: int, token: int) -> bool:
@@ -541,8 +558,11 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
     values and the end of the call. These are llguidance's costliest masks
     (100-200 us on a grammar it has not used: its lexer states are built on
     first use), so an engine computes them where it compiles, on its compile
-    thread, and the decoding step finds them cached. The cache then holds
-    what those calls, made as requests, would have left there."""
+    thread, and the decoding step finds them cached. The walks stop once
+    half the cache's rows are held, the rest being left to requests, and
+    the rows kept are indexed by the tokens they forbid (as their first
+    reuse would). The cache then holds what those calls, made as requests,
+    would have left there."""
     import torch
 
     from ..frames.examples import example_arguments
@@ -559,9 +579,9 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
         if not forced:
             break
         constraint.consume_row(0, forced[:1])
-    if len(compiled.tools) > _HEAD_TOOLS:
-        return
-    for tool in compiled.tools:
+    for tool in compiled.tools if len(compiled.tools) <= _HEAD_TOOLS else ():
+        if cache.rows >= cache.max_rows // 2:
+            break  # the rest of the cache's rows are left to requests
         constraint.rollback(constraint._consumed[0])
         call = {"name": tool.name, "arguments": example_arguments(tool) or {}}
         text = render_tool_calls([call], compiled.tools, compiled.dialect, key_order=compiled.key_order)
@@ -572,6 +592,7 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
             constraint.consume_row(0, [token])
             if constraint.is_finished(0):
                 break
+    cache.index_rows()
 
 
 def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:

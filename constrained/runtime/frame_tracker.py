@@ -18,6 +18,7 @@ import numpy as np
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
+from ..frames.model import IntegerFrame, NumberFrame
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
 
 if TYPE_CHECKING:
@@ -30,8 +31,30 @@ if TYPE_CHECKING:
 
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
 
-# Where a sequence stands in the call markup.
-_OUTSIDE, _MARKUP, _VALUE, _LOST = range(4)
+
+def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
+    """The automaton of a JSON number's text (RFC 8259; an integer has no
+    fraction or exponent): state 0 is the start, and ``steps[state, byte]``
+    the state after ``byte``, absent where the byte cannot follow. States
+    2, 3, 5 and 8 are complete numbers."""
+    digits, nonzero = b"0123456789", b"123456789"
+    steps = {(0, ord("-")): 1, (0, ord("0")): 2, (1, ord("0")): 2}
+    steps.update({(state, byte): 3 for state in (0, 1) for byte in nonzero})
+    steps.update({(3, byte): 3 for byte in digits})
+    if fraction:
+        steps.update({(state, ord(".")): 4 for state in (2, 3)})
+        steps.update({(state, byte): 6 for state in (2, 3, 5) for byte in b"eE"})
+        steps.update({(state, byte): 5 for state in (4, 5) for byte in digits})
+        steps.update({(6, ord("+")): 7, (6, ord("-")): 7})
+        steps.update({(state, byte): 8 for state in (6, 7, 8) for byte in digits})
+    return steps
+
+
+INTEGER_STEPS, NUMBER_STEPS = _number_steps(False), _number_steps(True)
+
+# Where a sequence stands in the call markup (_NUMBER: a number written in
+# the markup, number_opening).
+_OUTSIDE, _MARKUP, _VALUE, _LOST, _NUMBER = range(5)
 
 
 class FrameTracker:
@@ -54,6 +77,7 @@ class FrameTracker:
         value_kind: Callable[[str, str], ValueKind],
         guards: Callable[[str], ValueGuards | None] = lambda tool: None,
         values_decide: Callable[[str], bool] = lambda tool: True,
+        number_steps: Callable[[str, str], dict[tuple[int, int], int] | None] = lambda tool, key: None,
     ) -> None:
         self.syntax = syntax
         self.masks = masks
@@ -63,6 +87,9 @@ class FrameTracker:
         self._value_kind = value_kind
         self._guards_of = guards
         self._values_decide = values_decide
+        self._number_steps_of = number_steps
+        self._number_steps: dict[tuple[int, int], int] | None = None  # the open value's, when a plain number
+        self._number: int | None = None  # where its text stands in them, while it is only a number
         self._guards: ValueGuards | None = None  # the open value's, when it takes any text
         self._tail = b""  # how much of a guard the value's text ends with
         self._state = _OUTSIDE
@@ -77,11 +104,11 @@ class FrameTracker:
 
     def snapshot(self) -> tuple[object, ...]:
         return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
-                self._need, self._guards, self._tail)
+                self._need, self._guards, self._tail, self._number_steps, self._number)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
         (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
-         self._need, self._guards, self._tail) = snapshot  # type: ignore[assignment]
+         self._need, self._guards, self._tail, self._number_steps, self._number) = snapshot  # type: ignore[assignment]
 
     @property
     def in_any_text_value(self) -> bool:
@@ -95,7 +122,15 @@ class FrameTracker:
         closed: what follows it depends on its closing token, not on its
         text (a value of any text; a typed value of a tool whose arguments
         are one object, so no value picks among parameter sets)."""
-        return self._state == _VALUE and self._traceless
+        return (self._state == _VALUE and self._traceless) or self._state == _NUMBER
+
+    @property
+    def number_state(self) -> int | None:
+        """Inside a value that leaves no trace and takes any JSON number
+        (no bounds): the state of its text in the number's automaton, while
+        the text is only a number (else None). Texts in one state have one
+        mask: the digits written do not matter."""
+        return self._number if self._state in (_VALUE, _NUMBER) else None
 
     @property
     def values_closed(self) -> int:
@@ -138,12 +173,15 @@ class FrameTracker:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
             self._state, self._tool, self._markup = _MARKUP, None, b""
+            self._number_steps = self._number = None
             return
         if token == self._close_call_id:
             self._state = _OUTSIDE
             return
         if self._state in (_OUTSIDE, _LOST):
             return
+        if self._number is not None and self._state == _VALUE:
+            self._number = self._number_after(self._table[token])
         masks = self.masks
         if self._state == _VALUE and masks.trailing[token] != 255:
             if masks.neutral[token]:  # no byte of the closing: back to state 0
@@ -170,6 +208,16 @@ class FrameTracker:
             return
         self._feed_bytes(self._table[token])
 
+    def _number_after(self, data: bytes) -> int | None:
+        state: int | None = self._number
+        steps = self._number_steps
+        assert steps is not None
+        for byte in data:
+            state = steps.get((state, byte))  # type: ignore[arg-type]
+            if state is None:
+                return None
+        return state
+
     def _guard(self, data: bytes) -> None:
         if self._guards is not None:
             self._tail = self._guards.advance(self._tail, data)
@@ -186,7 +234,24 @@ class FrameTracker:
                     continue
                 self._track_utf8(data[position : position + 1])
                 self._guard(data[position : position + 1])
+            elif self._state == _NUMBER:
+                assert self._number_steps is not None
+                step = self._number_steps.get((self._number, byte))  # type: ignore[arg-type]
+                self._markup += data[position : position + 1]
+                if step is not None:
+                    self._number = step
+                    continue
+                self._state, self._number, self._number_steps = _MARKUP, None, None  # the byte ended it
+                self._closings += 1
+                self._open_value()
             elif self._state == _MARKUP:
+                if self._number_steps is not None:  # a number may start here
+                    step = self._number_steps.get((0, byte))
+                    if step is not None:
+                        self._state, self._number = _NUMBER, step
+                        self._markup += data[position : position + 1]
+                        continue
+                    self._number_steps = self._number = None
                 self._markup += data[position : position + 1]
                 if len(self._markup) > self._MARKUP_LIMIT:
                     self._state = _LOST
@@ -198,6 +263,7 @@ class FrameTracker:
     def _open_value(self) -> None:
         match = self.syntax.opening.fullmatch(self._markup)
         if match is None:
+            self._open_number()
             return
         if match.group("tool") is not None:
             self._tool = match.group("tool").decode("utf-8", "replace")
@@ -208,6 +274,8 @@ class FrameTracker:
             return
         self._fast = kind is ValueKind.ANY_TEXT
         self._traceless = self._fast or not self._values_decide(self._tool)
+        self._number_steps = self._number_steps_of(self._tool, key) if self._traceless and not self._fast else None
+        self._number = None if self._number_steps is None else 0
         self._guards = self._guards_of(self._tool) if self._fast else None
         self._tail = self._guards.initial if self._guards is not None else b""
         state = 0
@@ -215,8 +283,21 @@ class FrameTracker:
             state = self.masks.transitions[state][byte]
         self._state, self._kmp, self._initial, self._need = _VALUE, state, state > 0, 0
 
+    def _open_number(self) -> None:
+        """Where the markup may go on with a top-level number that leaves no
+        trace (``number_opening``): ready to follow it from its first byte."""
+        match = self.syntax.number_opening.fullmatch(self._markup) if self.syntax.number_opening else None
+        if match is None:
+            return
+        if match.group("tool") is not None:
+            self._tool = match.group("tool").decode("utf-8", "replace")
+        if self._tool is not None and not self._values_decide(self._tool):
+            self._number_steps = self._number_steps_of(self._tool, match.group("key").decode("utf-8", "replace"))
+            self._number = None if self._number_steps is None else 0
+
     def _end_value(self) -> None:
         self._state, self._markup = _MARKUP, b""
+        self._number_steps = self._number = None
         self._closings += 1
 
     def _track_utf8(self, data: bytes) -> None:
@@ -247,10 +328,20 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
         return kinds[tool, key]
 
-    objects = {tool.name: len(dialect.argument_objects(tool)) for tool in compiled.tools}
+    objects = {tool.name: dialect.argument_objects(tool) for tool in compiled.tools}
 
     def values_decide(tool: str) -> bool:
-        return objects.get(tool, 2) > 1
+        return len(objects.get(tool, ())) != 1
+
+    def number_steps(tool: str, key: str) -> dict[tuple[int, int], int] | None:
+        """The automaton of ``key``'s values when they are any JSON number
+        (the grammar's plain ``%json`` number leaf), else None."""
+        member = objects[tool][0].property(key) if not values_decide(tool) else None
+        frame = tools[tool].schema.resolve(member) if member is not None else None
+        if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is None and frame.maximum is None \
+                and frame.multiple_of is None:
+            return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
+        return None
 
     guard_sets: dict[str, ValueGuards | None] = {}
 
@@ -259,7 +350,7 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             guard_sets[tool] = _value_guards(tok, syntax, masks, tools.get(tool))
         return guard_sets[tool]
 
-    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide) for _ in range(count)]
+    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide, number_steps) for _ in range(count)]
 
 
 def prepare_tables(tok: Tokenizer, dialect: str) -> None:

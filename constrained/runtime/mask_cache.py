@@ -8,15 +8,18 @@ masks in a trie of token ids, one per :class:`~constrained.compiler.CompiledTool
 shared by every constraint and every request made from it: the second call
 of a tool set walks the markup its first call already masked.
 
-One abstraction keeps histories shareable across argument values. A
-top-level value of any text in a raw-value dialect (the values the frame
-tracker follows, whose masks are precomputed rows) leaves no trace once its
-closing is complete: the grammar is past the value's lexeme, and what comes
-next depends on the closing token, not on the text. Such a value is one
-edge, labelled by its closing token, from the node where it opened. Nothing
-else is abstracted; the fuzzer compares every cached mask it meets with a
-plain llguidance matcher (``--crosscheck``), and the tests do so in every
-dialect.
+One abstraction keeps histories shareable across argument values. In a
+raw-value dialect (the values the frame tracker follows), a top-level value
+leaves no trace once its closing is complete when what follows it cannot
+depend on its text: a value of any text (whose masks are precomputed rows),
+or a typed value (number, enum, boolean, JSON) of a tool whose arguments are
+one object, so no value picks among parameter sets. The grammar is then past
+the value, and what comes next depends on the closing token, not on the
+text. Such a value is one edge, labelled by its closing token, from the node
+where it opened; a typed value's own masks hang off that node, keyed by its
+tokens. Nothing else is abstracted; the fuzzer compares every cached mask
+with a plain llguidance matcher (``--crosscheck``), and the tests do so in
+every dialect, for values that pick a parameter set too.
 
 Most masks at structural points are one forced token (llguidance allows only
 the canonical tokenization of bytes the grammar forces); those are kept as
@@ -43,6 +46,9 @@ if TYPE_CHECKING:
 _SPARSE_WORDS = 256
 """A kept row whose forbidden tokens lie in at most this many words also
 keeps them as an index (the constraint's sparse apply on CPU)."""
+_SAMPLE = 16
+"""Every this many words are looked at first, to turn most rows down cheaply."""
+_ALL = np.uint32(0xFFFFFFFF)
 
 
 class MaskNode:
@@ -121,6 +127,17 @@ class MaskCache:
             self.rows += packed
         node.mask = mask
 
+    def index_rows(self) -> None:
+        """Index every kept row not yet reused by the tokens it forbids now
+        (as its first reuse would; about 12 us a row), so a compile thread
+        can take that off the first requests' steps."""
+        nodes = [self.root]
+        while nodes:
+            node = nodes.pop()
+            nodes.extend(node.children.values())
+            if isinstance(node.mask, np.ndarray) and not node.checked:
+                self._check(node, node.mask)
+
     def _check(self, node: MaskNode, row: np.ndarray) -> None:
         """On the first reuse of a row: keep its forbidden tokens as an
         index when they lie in few words (a string value's mask forbids
@@ -128,7 +145,9 @@ class MaskCache:
         import torch
 
         node.checked = True
-        partial = np.flatnonzero(row != np.uint32(0xFFFFFFFF))
+        if np.count_nonzero(row[::_SAMPLE] != _ALL) > _SPARSE_WORDS // _SAMPLE:
+            return  # one word in 16 already forbids too much: most masks at choices
+        partial = np.flatnonzero(row != _ALL)
         if len(partial) > _SPARSE_WORDS:
             return
         clear = np.flatnonzero(np.unpackbits(row[partial].view(np.uint8), bitorder="little") == 0)
