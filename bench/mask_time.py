@@ -413,10 +413,16 @@ def report(loads: list[Workload], plot: str) -> str:
         f"{environment()}; one thread. Each engine computes the mask before every token of the same rendered "
         "calls, end token included; each case runs twice per engine and the second run is timed. "
         f"`{FIRST}`: the tool set's mask cache emptied before the timed run (its warm-up ran without the cache), "
-        f"as for the first request with these tools; `{REPEATED}`: the third call (the second, untimed, indexes "
-        "each reused row once), as for every later request that walks the same markup. `from cache`: the share "
-        "of masks the cache gave (the rest: precomputed raw-text rows, forced tokens and llguidance); for calls never "
-        "seen, the median cold compile of a case's tools instead.",
+        "as for the first request with these tools in a loop of one's own (no engine compile warmed it); "
+        f"`{REPEATED}`: the third call (the second, untimed, indexes each reused row once), as for every later "
+        f"request that walks the same markup; `{OTHER_VALUES}`: the same tools' call with other values (numbers "
+        "moved by one, strings a letter longer, where the tools accept them), after an engine's compile "
+        f"(`warm_mask_cache`) and one request of the ground-truth call; `{NEVER_SEEN}`: held-out BFCL entries, each "
+        "compiled cold as an engine compiles (`compile_tools`, then `warm_mask_cache` on its compile thread, not "
+        "in the per-token times) and timed on its first and only run; XGrammar's cold compile likewise outside "
+        "them. `from cache`: the share of masks the cache gave (the rest: precomputed raw-text rows, forced tokens "
+        "and llguidance); for calls never seen, the median cold compile of a case's tools instead, and the whole "
+        "call (compile, setup, every mask) in the table below.",
         "",
         "| dialect | workload | cases | tokens | engine | from cache | mean us | p50 us | p99 us | max us "
         "| mean / XGrammar | p99 / XGrammar |",

@@ -22,6 +22,8 @@ import torch
 
 from constrained import compile_tools, render_tool_calls
 from constrained.runtime.constraint import ToolCallConstraint, warm_mask_cache
+from constrained.runtime.mask_cache import MEMBER_LABELS
+from constrained.frames.examples import example_arguments
 from constrained.dialects import DIALECTS
 from constrained.frames.model import SUPPORTED_FORMATS
 from constrained.qa.fuzz import FuzzSummary, Outcome, WalkOptions, fuzz, walk
@@ -209,30 +211,32 @@ PICK = {
 depends on its text."""
 
 
-def closing_edges_after_typed_values(compiled) -> int:
-    """Edges labelled by a value's closing token that leave a node holding a
-    mask (a typed value's first mask; a value of any text has none)."""
+def member_closings(compiled) -> int:
+    """Edges labelled by a value's closing token under a member's node (the
+    value of one key, whichever keys came before it in the call)."""
     found, nodes = 0, [compiled._masks.root]
     while nodes:
         node = nodes.pop()
         for label, child in node.children.items():
             nodes.append(child)
-            found += label < 0 and node.mask is not None
+            if label >= MEMBER_LABELS:
+                found += sum(closing < 0 for closing in child.children)
     return found
 
 
 @pytest.mark.parametrize("dialect", ["qwen3_coder", "glm45", "glm47", "gemma4", "functiongemma"])
 def test_masks_after_typed_values_are_shared_and_equal_llguidance(dialect):
-    """Walks write other numbers, enums, booleans and arrays through the
-    same markup; every mask, the ones found after a typed value by its
-    closing token included, is compared with llguidance's."""
+    """Walks write other numbers, enums, booleans and arrays, and other
+    optional keys, through the same markup; every mask, the ones found after
+    a value by its key and closing token included, is compared with
+    llguidance's."""
     compiled = compile_tools([TYPED], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
                              key_order="schema", parallel_tool_calls=False, reasoning=False)
     object.__setattr__(compiled, "_masks", None)
     summary = fuzz(compiled, 8, zlib.crc32(dialect.encode()) + 1, WalkOptions(budget=160, crosscheck_every=1))
     assert summary.ok, [run.to_json() for run in summary.failures]
     assert summary.finished >= 4, summary.counts()
-    assert closing_edges_after_typed_values(compiled)
+    assert member_closings(compiled)
 
 
 def steps_from_llguidance(compiled, call: dict) -> list[int]:
@@ -304,6 +308,8 @@ def test_a_warmed_cache_gives_each_tool_s_calls_llguidance_s_masks(dialect):
         {"name": "sculpture_price", "arguments": {"material": "bronze", "size": 12, "finish": "matte"}},
         {"name": "book", "arguments": {"nights": 3, "budget": 99.5, "room": "double", "breakfast": False,
                                        "guests": [2], "note": "by the sea"}},
+        {"name": "book", "arguments": {"nights": 5, "room": "suite", "note": "late"}},  # optional keys left out
+        {"name": "sculpture_price", "arguments": {"material": "oak", "size": 3}},
     ]
     for call in calls:
         computed = steps_from_llguidance(compiled, call)
@@ -312,7 +318,11 @@ def test_a_warmed_cache_gives_each_tool_s_calls_llguidance_s_masks(dialect):
             tok = compiled.tokenizer
             ids = tok.encode(render_tool_calls([call], compiled.tools, dialect, key_order="schema"))
             asked = [tok.decode(ids[:index]).rsplit("\n", 2)[-2:] for index, flag in enumerate(computed) if flag]
-            assert all(line[0].startswith("<parameter=") for line in asked), asked
+            assert [] not in asked and ["</parameter>", ""] not in asked, asked  # never right after a value
+            tool = next(tool for tool in compiled.tools if tool.name == call["name"])
+            if call["arguments"].keys() == example_arguments(tool).keys():
+                # the example's keys: llguidance is asked only inside the values
+                assert all(line[0].startswith("<parameter=") for line in asked), asked
 
 
 @pytest.mark.parametrize(("dialect", "opening"), [("qwen3_coder", "<parameter=n>\n"), ("gemma4", "{n:")])
@@ -338,6 +348,19 @@ def test_a_number_s_masks_are_kept_per_state_of_its_text(dialect, opening):
     assert sum(computed) <= 8, computed  # the new states of -0.00025 (sign, zero, exponent) and its closing
 
 
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4"])
+def test_keys_in_any_order_keep_the_keys_written_in_the_key(dialect):
+    """With ``key_order="any"`` what may follow a value depends on every key
+    written before it, so no node is shared by key; walks over TYPED's
+    optional keys see llguidance's masks at every step."""
+    compiled = compile_tools([TYPED], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="any", parallel_tool_calls=False, reasoning=False)
+    object.__setattr__(compiled, "_masks", None)
+    summary = fuzz(compiled, 8, zlib.crc32(dialect.encode()) + 2, WalkOptions(budget=160, crosscheck_every=1))
+    assert summary.ok, [run.to_json() for run in summary.failures]
+    assert summary.finished >= 4 and not member_closings(compiled)
+
+
 def test_a_value_that_picks_a_parameter_set_is_not_shared():
     """After ``kind``, what may follow depends on its text: a second call
     that takes the other parameter set is accepted, every mask llguidance's."""
@@ -345,6 +368,7 @@ def test_a_value_that_picks_a_parameter_set_is_not_shared():
     object.__setattr__(compiled, "_masks", None)
     steps_from_llguidance(compiled, {"name": "pick", "arguments": {"kind": "size", "size": 3}})
     steps_from_llguidance(compiled, {"name": "pick", "arguments": {"kind": "name", "name": "x"}})
+    assert not member_closings(compiled)
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))

@@ -165,10 +165,11 @@ class ToolCallConstraint:
         # looked up), and the node where its open raw value began.
         self._nodes: list[MaskNode | None] = [self._cache.root if self._cache else None] * batch_size
         self._value_starts: list[MaskNode | None] = [None] * batch_size
+        self._call_nodes: list[MaskNode | None] = [None] * batch_size  # where the row's open call began
         self._misses = [0] * batch_size  # cache misses since the last hit
         # Per row and token held (end tokens aside): the token, the tracker's
-        # snapshot and the two nodes before it, for rollback.
-        self._history: list[list[tuple[int, Any, MaskNode | None, MaskNode | None]]] = [
+        # snapshot and the three nodes before it, for rollback.
+        self._history: list[list[tuple[int, Any, MaskNode | None, MaskNode | None, MaskNode | None]]] = [
             [] for _ in range(batch_size)
         ]
         # Per row, how many tokens it held when llguidance last computed its
@@ -287,14 +288,17 @@ class ToolCallConstraint:
         state (after ``12`` and ``345`` alike, llguidance's lexer and parser
         stand in the same place)."""
         tracker = self._trackers[row] if self._trackers is not None else None
-        node, start = self._nodes[row], self._value_starts[row]
-        self._history[row].append((token, tracker.snapshot() if tracker is not None else None, node, start))
+        node, start, call = self._nodes[row], self._value_starts[row], self._call_nodes[row]
+        self._history[row].append((token, tracker.snapshot() if tracker is not None else None, node, start, call))
         if tracker is None:
             self._nodes[row] = node.child(token) if node is not None else None
             return
         inside, text, closed = tracker.in_traceless_value, tracker.in_any_text_value, tracker.values_closed
+        calls = tracker.calls_opened
         tracker.feed(token)
         closed = tracker.values_closed - closed
+        if tracker.calls_opened != calls:
+            self._call_nodes[row] = node.child(token) if node is not None else None
         if inside and closed == 0 and tracker.in_traceless_value:  # still inside the value
             if text:
                 return
@@ -305,7 +309,12 @@ class ToolCallConstraint:
                 self._nodes[row] = node.child(token) if node is not None else None
             return
         before = node
-        if inside:  # the token closed it (exactly one: else the row stops using the cache)
+        member = tracker.closed_member if closed == 1 else None
+        if inside and member is not None and call is not None and self._cache is not None:
+            # What follows depends on the key alone: one node per key and
+            # closing token from where the call began, whichever keys came before.
+            node = call.child(self._cache.member_label(member)).child(~token)
+        elif inside:  # the token closed it (exactly one: else the row stops using the cache)
             node = start.child(~token) if closed == 1 and start is not None else None
         else:
             node = node.child(token) if node is not None else None
@@ -369,7 +378,7 @@ class ToolCallConstraint:
             if matched:
                 self._roll_back_matcher(r, matched)
                 history = self._history[r]
-                _, snapshot, self._nodes[r], self._value_starts[r] = history[-matched]
+                _, snapshot, self._nodes[r], self._value_starts[r], self._call_nodes[r] = history[-matched]
                 if self._trackers is not None:
                     self._trackers[r].restore(snapshot)
                 del history[-matched:]
@@ -445,6 +454,9 @@ class ToolCallConstraint:
         pending: list[tuple[Any, int, MaskNode | None]] = []
         forbidden, single, nodes, trackers, cache = self._forbidden, self._single, self._nodes, self._trackers, self._cache
         for row, state in enumerate(self._states):
+            # The row's one allowed token of the last fill: then that bit is
+            # all the row holds, and writing one token clears just its word.
+            held = single[row]
             forbidden[row] = single[row] = None
             if state is _ACTIVE:
                 self._masked[row] = True
@@ -456,7 +468,7 @@ class ToolCallConstraint:
                     assert cache is not None
                     if isinstance(mask, int):
                         cache.hits += 1
-                        write_token(words[row], mask)
+                        write_token(words[row], mask, held)
                         single[row] = mask
                     else:
                         forbidden[row] = cache.write(node, words[row])
@@ -467,7 +479,7 @@ class ToolCallConstraint:
                     # first token of their tokenization (the fuzzer's crosscheck
                     # compares the two).
                     single[row] = token = forced[0]
-                    write_token(words[row], token)
+                    write_token(words[row], token, held)
                     if node is not None:
                         assert cache is not None
                         cache.keep_token(node, token)

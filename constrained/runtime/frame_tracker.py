@@ -78,6 +78,7 @@ class FrameTracker:
         guards: Callable[[str], ValueGuards | None] = lambda tool: None,
         values_decide: Callable[[str], bool] = lambda tool: True,
         number_steps: Callable[[str, str], dict[tuple[int, int], int] | None] = lambda tool, key: None,
+        members_in_order: bool = False,
     ) -> None:
         self.syntax = syntax
         self.masks = masks
@@ -88,6 +89,10 @@ class FrameTracker:
         self._guards_of = guards
         self._values_decide = values_decide
         self._number_steps_of = number_steps
+        self._members_in_order = members_in_order
+        self._member: tuple[str, str] | None = None  # the open value's (tool, key), when it alone decides what follows
+        self._closed_member: tuple[str, str] | None = None
+        self._calls = 0  # calls opened so far (not part of the state)
         self._number_steps: dict[tuple[int, int], int] | None = None  # the open value's, when a plain number
         self._number: int | None = None  # where its text stands in them, while it is only a number
         self._guards: ValueGuards | None = None  # the open value's, when it takes any text
@@ -104,11 +109,13 @@ class FrameTracker:
 
     def snapshot(self) -> tuple[object, ...]:
         return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
-                self._need, self._guards, self._tail, self._number_steps, self._number)
+                self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
+                self._closed_member)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
         (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
-         self._need, self._guards, self._tail, self._number_steps, self._number) = snapshot  # type: ignore[assignment]
+         self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
+         self._closed_member) = snapshot  # type: ignore[assignment]
 
     @property
     def in_any_text_value(self) -> bool:
@@ -131,6 +138,20 @@ class FrameTracker:
         the text is only a number (else None). Texts in one state have one
         mask: the digits written do not matter."""
         return self._number if self._state in (_VALUE, _NUMBER) else None
+
+    @property
+    def closed_member(self) -> tuple[str, str] | None:
+        """The tool and key of the value closed last, when what follows it
+        depends on that key alone: the tool's arguments are one object whose
+        members the grammar takes in a fixed order (not ``key_order="any"``),
+        so after a key's value come the members after it, whichever came
+        before."""
+        return self._closed_member
+
+    @property
+    def calls_opened(self) -> int:
+        """How many call openings the tracker has seen (it only grows)."""
+        return self._calls
 
     @property
     def values_closed(self) -> int:
@@ -173,7 +194,8 @@ class FrameTracker:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
             self._state, self._tool, self._markup = _MARKUP, None, b""
-            self._number_steps = self._number = None
+            self._number_steps = self._number = self._member = None
+            self._calls += 1
             return
         if token == self._close_call_id:
             self._state = _OUTSIDE
@@ -242,6 +264,7 @@ class FrameTracker:
                     self._number = step
                     continue
                 self._state, self._number, self._number_steps = _MARKUP, None, None  # the byte ended it
+                self._closed_member, self._member = self._member, None
                 self._closings += 1
                 self._open_value()
             elif self._state == _MARKUP:
@@ -275,6 +298,7 @@ class FrameTracker:
         self._fast = kind is ValueKind.ANY_TEXT
         self._traceless = self._fast or not self._values_decide(self._tool)
         self._number_steps = self._number_steps_of(self._tool, key) if self._traceless and not self._fast else None
+        self._member = self._in_order(self._tool, key)
         self._number = None if self._number_steps is None else 0
         self._guards = self._guards_of(self._tool) if self._fast else None
         self._tail = self._guards.initial if self._guards is not None else b""
@@ -292,12 +316,18 @@ class FrameTracker:
         if match.group("tool") is not None:
             self._tool = match.group("tool").decode("utf-8", "replace")
         if self._tool is not None and not self._values_decide(self._tool):
-            self._number_steps = self._number_steps_of(self._tool, match.group("key").decode("utf-8", "replace"))
+            key = match.group("key").decode("utf-8", "replace")
+            self._number_steps = self._number_steps_of(self._tool, key)
             self._number = None if self._number_steps is None else 0
+            self._member = self._in_order(self._tool, key)
+
+    def _in_order(self, tool: str, key: str) -> tuple[str, str] | None:
+        return (tool, key) if self._members_in_order and not self._values_decide(tool) else None
 
     def _end_value(self) -> None:
         self._state, self._markup = _MARKUP, b""
         self._number_steps = self._number = None
+        self._closed_member, self._member = self._member, None
         self._closings += 1
 
     def _track_utf8(self, data: bytes) -> None:
@@ -350,7 +380,9 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             guard_sets[tool] = _value_guards(tok, syntax, masks, tools.get(tool))
         return guard_sets[tool]
 
-    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide, number_steps) for _ in range(count)]
+    in_order = compiled.options.key_order != "any"  # "any": each set of keys written has its own continuation
+    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide, number_steps, in_order)
+            for _ in range(count)]
 
 
 def prepare_tables(tok: Tokenizer, dialect: str) -> None:

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 _SPARSE_WORDS = 256
 """A kept row whose forbidden tokens lie in at most this many words also
 keeps them as an index (the constraint's sparse apply on CPU)."""
+MEMBER_LABELS = 1 << 41
+"""Labels from here on name a member of a call (:meth:`MaskCache.member_label`)."""
 _SAMPLE = 16
 """Every this many words are looked at first, to turn most rows down cheaply."""
 _ALL = np.uint32(0xFFFFFFFF)
@@ -90,7 +92,18 @@ class MaskCache:
         self.masks = 0  # masks held, rows and single tokens
         self.hits = 0
         self.misses = 0
+        self._members: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
+
+    def member_label(self, member: tuple[str, str]) -> int:
+        """The label of the edge for a value of ``member`` (tool, key), from
+        the node where its call opened: past every token id and number
+        state (:data:`MEMBER_LABELS`), one per member for the cache's life."""
+        label = self._members.get(member)
+        if label is None:
+            with self._lock:
+                label = self._members.setdefault(member, MEMBER_LABELS + len(self._members))
+        return label
 
     def write(self, node: MaskNode, row: np.ndarray) -> torch.Tensor | None:
         """Write ``node``'s mask into ``row``; return the tokens it forbids
@@ -155,9 +168,14 @@ class MaskCache:
         node.forbidden = torch.from_numpy(tokens[tokens < self.vocab_size])
 
 
-def write_token(row: np.ndarray, token: int) -> None:
-    """Make the packed mask ``row`` allow ``token`` alone."""
-    row.fill(0)
+def write_token(row: np.ndarray, token: int, held: int | None = None) -> None:
+    """Make the packed mask ``row`` allow ``token`` alone; ``held``: the one
+    token the row allows now, if known (only its word is cleared then,
+    instead of the whole row)."""
+    if held is None:
+        row.fill(0)
+    else:
+        row[held >> 5] = 0
     row[token >> 5] = 1 << (token & 31)
 
 
