@@ -116,7 +116,8 @@ def main() -> int:
     parser.add_argument("--plot", default=str(BENCH / "processor_step.png"))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    loads = [load for load in workloads(args.bfcl_stride) if load.dialect in DIALECTS and load.name != "edit"]
+    loads = [load for load in workloads(args.bfcl_stride)
+             if load.dialect in DIALECTS and load.name != "edit" and not (load.never_seen or load.other_values)]
     run_all(loads, run)
     section = report(loads, args.plot)
     write_section("processor_step", section)
