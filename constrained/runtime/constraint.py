@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
-from .mask_cache import MaskCache, MaskNode, mask_cache, single_token, write_token
+from .mask_cache import NUMBER_LABELS, MaskCache, MaskNode, mask_cache, single_token, write_token
 
 if TYPE_CHECKING:
     import torch
@@ -98,9 +98,6 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
 
 
 _ACTIVE = RowState.ACTIVE
-_NUMBER_STATE = 1 << 40
-"""Mask cache labels past every token id: a number's text in a state of
-its automaton (:attr:`FrameTracker.number_state`)."""
 
 
 class ToolCallConstraint:
@@ -304,7 +301,7 @@ class ToolCallConstraint:
                 return
             number = tracker.number_state
             if number is not None:  # a number's text: one node per state of its automaton
-                self._nodes[row] = start.child(_NUMBER_STATE + number) if start is not None else None
+                self._nodes[row] = start.child(NUMBER_LABELS + number) if start is not None else None
             else:
                 self._nodes[row] = node.child(token) if node is not None else None
             return
@@ -323,7 +320,7 @@ class ToolCallConstraint:
             if number and not inside and before is not None:
                 # It also began a number written in the markup (Gemma): keyed
                 # from before the token, whatever digit it began with.
-                node, start = before.child(_NUMBER_STATE + number), before
+                node, start = before.child(NUMBER_LABELS + number), before
             else:
                 node, start = (None if tracker.in_any_text_value else node), node
         self._nodes[row], self._value_starts[row] = node, start
@@ -466,12 +463,8 @@ class ToolCallConstraint:
                     self.precomputed_rows += 1
                 elif node is not None and (mask := node.mask) is not None:
                     assert cache is not None
-                    if isinstance(mask, int):
-                        cache.hits += 1
-                        write_token(words[row], mask, held)
-                        single[row] = mask
-                    else:
-                        forbidden[row] = cache.write(node, words[row])
+                    forbidden[row] = cache.write(node, words[row], held)
+                    single[row] = mask if isinstance(mask, int) else None
                     self.cached_rows += 1
                     self._misses[row] = 0
                 elif forced := self._forced_from(row):

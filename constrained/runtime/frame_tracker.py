@@ -263,9 +263,7 @@ class FrameTracker:
                 if step is not None:
                     self._number = step
                     continue
-                self._state, self._number, self._number_steps = _MARKUP, None, None  # the byte ended it
-                self._closed_member, self._member = self._member, None
-                self._closings += 1
+                self._end_value(self._markup)  # the byte ended it; the markup goes on
                 self._open_value()
             elif self._state == _MARKUP:
                 if self._number_steps is not None:  # a number may start here
@@ -324,8 +322,10 @@ class FrameTracker:
     def _in_order(self, tool: str, key: str) -> tuple[str, str] | None:
         return (tool, key) if self._members_in_order and not self._values_decide(tool) else None
 
-    def _end_value(self) -> None:
-        self._state, self._markup = _MARKUP, b""
+    def _end_value(self, markup: bytes = b"") -> None:
+        """Close the open value; ``markup``: what the markup after it holds
+        so far (a number written in the markup keeps the markup before it)."""
+        self._state, self._markup = _MARKUP, markup
         self._number_steps = self._number = None
         self._closed_member, self._member = self._member, None
         self._closings += 1

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 _SPARSE_WORDS = 256
 """A kept row whose forbidden tokens lie in at most this many words also
 keeps them as an index (the constraint's sparse apply on CPU)."""
+NUMBER_LABELS = 1 << 40
+"""Labels from here on, past every token id, name a state of a number's
+text (``NUMBER_LABELS + state``, :attr:`FrameTracker.number_state`)."""
 MEMBER_LABELS = 1 << 41
 """Labels from here on name a member of a call (:meth:`MaskCache.member_label`)."""
 _SAMPLE = 16
@@ -105,13 +108,14 @@ class MaskCache:
                 label = self._members.setdefault(member, MEMBER_LABELS + len(self._members))
         return label
 
-    def write(self, node: MaskNode, row: np.ndarray) -> torch.Tensor | None:
-        """Write ``node``'s mask into ``row``; return the tokens it forbids
-        when they are few and known (for the sparse apply), else None."""
+    def write(self, node: MaskNode, row: np.ndarray, held: int | None = None) -> torch.Tensor | None:
+        """Write ``node``'s mask into ``row`` (``held``: as :func:`write_token`
+        takes it); return the tokens it forbids when they are few and known
+        (for the sparse apply), else None."""
         mask = node.mask
         self.hits += 1
         if isinstance(mask, int):
-            write_token(row, mask)
+            write_token(row, mask, held)
             return None
         assert mask is not None
         np.copyto(row, mask)
