@@ -62,6 +62,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from collections.abc import Iterator
 
 import llguidance
 import numpy as np
@@ -272,6 +273,15 @@ def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int]
     return compiled, tokens, [{"type": "function", "function": openai_function(t)} for t in compiled.tools]
 
 
+def prepared_cases(load: Workload, tok: Tokenizer) -> Iterator[tuple[Case, Any, list[int], list[dict[str, Any]]]]:
+    """Each case of ``load`` that is a valid call, prepared (:func:`prepared`):
+    (case, compiled tools, tokens, OpenAI specs)."""
+    for case in load.cases:
+        found = prepared(load, case, tok)
+        if found is not None:
+            yield (case, *found)
+
+
 def run_never_seen(load: Workload) -> None:
     """Each case compiled cold and timed on its first run, ours and XGrammar's:
     the compile, the per-request setup (ours: the constraint, its llguidance
@@ -348,11 +358,7 @@ def run_other_values(load: Workload) -> None:
     itself: ours with the tool set's cache as an engine's compile and that
     request left it, XGrammar after the same request."""
     tok = load_tokenizer(TOKENIZER[load.dialect])
-    for case in load.cases:
-        found = prepared(load, case, tok)
-        if found is None:
-            continue
-        compiled, tokens, specs = found
+    for case, compiled, tokens, specs in prepared_cases(load, tok):
         other = other_values(load, case, compiled, tok, tokens)
         if other is None:
             load.refused["no other values its tools accept"] = load.refused.get("no other values its tools accept", 0) + 1
@@ -377,11 +383,7 @@ def run(load: Workload) -> None:
         return
     tok = load_tokenizer(TOKENIZER[load.dialect])
     coding = load.name in ("write_file", "edit")
-    for case in load.cases:
-        found = prepared(load, case, tok)
-        if found is None:
-            continue
-        compiled, tokens, specs = found
+    for case, compiled, tokens, specs in prepared_cases(load, tok):
         # The first call of the tool set (cache emptied; the warm-up ran
         # without it), then a repeated call (the cache the first one filled).
         engines: dict[str, Callable[[], Stepper]] = {

@@ -36,7 +36,7 @@ from constrained.hf import ToolCallLogitsProcessor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mask_time import (  # noqa: E402
-    FIRST, REPEATED, TOKENIZER, Workload, fresh_cache, prepared, report_tail, run_all, workloads, xgrammar_grammar,
+    FIRST, REPEATED, TOKENIZER, Workload, fresh_cache, prepared_cases, report_tail, run_all, workloads, xgrammar_grammar,
 )
 from report import BENCH, environment, summary, write_section  # noqa: E402
 
@@ -63,11 +63,7 @@ def run(load: Workload) -> None:
     import xgrammar as xgr
 
     tok = load_tokenizer(TOKENIZER[load.dialect])
-    for case in load.cases:
-        found = prepared(load, case, tok)
-        if found is None:
-            continue
-        compiled, tokens, specs = found
+    for _, compiled, tokens, specs in prepared_cases(load, tok):
         grammar = xgrammar_grammar(load.dialect, specs, tok)
         try:
             time_processor(lambda: xgr.contrib.hf.LogitsProcessor(grammar), tokens, tok.vocab_size)
