@@ -379,16 +379,17 @@ def test_a_forced_step_keeps_one_logit_without_allocating() -> None:
         assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
 
 
-def test_a_row_stops_keeping_masks_after_a_run_of_misses_that_allow_several_tokens() -> None:
-    """hermes strings are JSON text the cache keys on: a long one would fill
-    the cache with rows no other request meets, so after MISSES_IN_A_ROW
-    such misses the row stops looking masks up and keeping them. Forced
-    steps before it cost nothing and do not count."""
+def _hermes_city_steps(city_frame: dict[str, Any]) -> tuple[CompiledTools, int | None, int]:
+    """A hermes call of a weather tool whose city is ``city_frame``, with a
+    long city: the cache's tool set, the step where the row stopped
+    looking masks up (None: never) and the call's length in tokens."""
     qwen = tok("qwen3")
-    ct = compile_tools([WEATHER], "hermes", qwen, tool_choice="required")
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": city_frame}, "required": ["city"]}}}
+    ct = compile_tools([tool], "hermes", qwen, tool_choice="required")
     object.__setattr__(ct, "_masks", None)
     city = " ".join(f"district{i}" for i in range(60))
-    tokens = qwen.encode(render_tool_calls([{"name": "get_weather", "arguments": {"city": city}}], [WEATHER], "hermes"))
+    tokens = qwen.encode(render_tool_calls([{"name": "get_weather", "arguments": {"city": city}}], [tool], "hermes"))
     constraint = ToolCallConstraint(ct)
     constraint.prepare(torch.zeros(1, qwen.vocab_size))
     stopped_at = None
@@ -397,10 +398,28 @@ def test_a_row_stops_keeping_masks_after_a_run_of_misses_that_allow_several_toke
         if stopped_at is None and constraint._nodes[0] is None:
             stopped_at = step
         constraint.consume([token])
+    return ct, stopped_at, len(tokens)
+
+
+def test_a_row_stops_keeping_masks_after_a_run_of_misses_that_allow_several_tokens() -> None:
+    """A string under a pattern is JSON text the cache keys on: a long one
+    would fill the cache with rows no other request meets, so after
+    MISSES_IN_A_ROW such misses the row stops looking masks up and keeping
+    them. Forced steps before it cost nothing and do not count."""
+    ct, stopped_at, length = _hermes_city_steps({"type": "string", "pattern": "^[a-z0-9 ]+$"})
     cache = ct._masks
-    assert stopped_at is not None and stopped_at < len(tokens) - 10
+    assert stopped_at is not None and stopped_at < length - 10
     assert cache.rows <= MISSES_IN_A_ROW + 2  # the string's rows and the few dense markup steps before it
     assert cache.masks - cache.rows > 5  # the forced markup before the string was kept
+
+
+def test_a_free_json_string_is_one_row_whatever_its_text() -> None:
+    """A string no length, pattern or format constrains is a free leaf: its
+    masks are one per state of its text, so a long one keeps a handful of
+    rows and the row never stops looking masks up."""
+    ct, stopped_at, _ = _hermes_city_steps({"type": "string"})
+    assert stopped_at is None
+    assert ct._masks.rows <= 4
 
 
 @pytest.mark.parametrize("threads", [None, 2])

@@ -64,3 +64,15 @@ def test_most_bfcl_tools_have_an_example():
     by_name = {function["name"]: function for function in bfcl_functions()[::5]}
     tools = normalize_tool_set(list(by_name.values()), strict=False).tools
     assert sum(example_arguments(tool) is not None for tool in tools) > 0.9 * len(tools)
+
+
+def test_with_fractions_a_number_of_any_value_is_one_half():
+    """The second example the warm-up writes: a fraction where any number
+    goes (its text reaches a leading zero, a point and a decimal); integers
+    and numbers under bounds keep their plainest value."""
+    parameters = {"type": "object", "properties": {
+        "x": {"type": "number"}, "n": {"type": "integer"}, "b": {"type": "number", "minimum": 2},
+        "l": {"type": "array", "items": {"type": "number"}, "minItems": 1}}}
+    fractions = example_arguments(normalize_tools([tool(parameters)])[0], fractions=True)
+    assert fractions == {"x": 0.5, "n": 1, "b": 2, "l": [0.5]}
+    jsonschema.validate(fractions, parameters)

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 from constrained import compile_tools, render_tool_calls
-from constrained.runtime.constraint import ToolCallConstraint, warm_mask_cache
-from constrained.runtime.mask_cache import MEMBER_LABELS
+from constrained.runtime.constraint import ToolCallConstraint, _call_marks, warm_mask_cache
+from constrained.runtime.mask_cache import LEAF_LABELS, NAMED_LABELS, OPENED_CALL
 from constrained.frames.examples import example_arguments
 from constrained.dialects import DIALECTS
 from constrained.frames.model import SUPPORTED_FORMATS
@@ -219,7 +219,7 @@ def member_closings(compiled) -> int:
         node = nodes.pop()
         for label, child in node.children.items():
             nodes.append(child)
-            if label >= MEMBER_LABELS:
+            if NAMED_LABELS <= label < OPENED_CALL:
                 found += sum(closing < 0 for closing in child.children)
     return found
 
@@ -361,6 +361,92 @@ def test_keys_in_any_order_keep_the_keys_written_in_the_key(dialect):
     assert summary.finished >= 4 and not member_closings(compiled)
 
 
+SURVEY = {
+    "type": "function",
+    "function": {
+        "name": "survey",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "scores": {"type": "array", "items": {"type": "number"}, "maxItems": 4},
+                "meta": {
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string"},
+                        "rank": {"type": "integer"},
+                        "code": {"type": "string", "pattern": "^[A-Z]+$"},
+                        "level": {"enum": ["lo", "hi"]},
+                        "note": {"type": ["string", "null"]},
+                        "short": {"type": "string", "maxLength": 3},
+                    },
+                    "required": ["title"],
+                },
+                "limits": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "extra": {},
+            },
+            "required": ["tags", "meta"],
+        },
+    },
+}
+"""JSON values whose leaves are free (strings and numbers no keyword
+constrains, any JSON) beside constrained ones (a pattern, a length, an
+enum, a key that picks the frame)."""
+
+JSON_LEAF_DIALECTS = ["hermes", "qwen3_coder"]
+"""The dialects whose JSON strings keep no text out (glm's keep its closing)."""
+
+
+def leaf_edges(compiled) -> int:
+    """Edges labelled by a free leaf's state in the cache."""
+    found, nodes = 0, [compiled._masks.root]
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node.children.values())
+        found += sum(LEAF_LABELS <= label < NAMED_LABELS for label in node.children)
+    return found
+
+
+@pytest.mark.parametrize("dialect", JSON_LEAF_DIALECTS)
+def test_free_json_leaves_are_keyed_by_state_and_equal_llguidance(dialect):
+    """Walks write free strings (escapes, any characters) and numbers of
+    any text inside nested JSON, with rollbacks: every mask, the ones found
+    by a leaf's state included, is llguidance's."""
+    compiled = compile_tools([SURVEY], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema", parallel_tool_calls=False)
+    object.__setattr__(compiled, "_masks", None)
+    summary = fuzz(compiled, 2, zlib.crc32(dialect.encode()) + 3, WalkOptions(budget=200, crosscheck_every=1))
+    assert leaf_edges(compiled)  # (more walks may fill the cache, which then starts over)
+    summary.merge(fuzz(compiled, 8, zlib.crc32(dialect.encode()) + 4, WalkOptions(budget=200, crosscheck_every=1,
+                                                                                  rollback=True)))
+    summary.merge(fuzz(compiled, 3, zlib.crc32(dialect.encode()) + 5, WalkOptions("uniform", budget=120,
+                                                                                  crosscheck_every=1)))
+    assert summary.ok, [run.to_json() for run in summary.failures]
+    assert summary.finished >= 3, summary.counts()
+
+
+@pytest.mark.parametrize("dialect", JSON_LEAF_DIALECTS)
+def test_a_call_with_other_free_leaves_asks_llguidance_only_where_their_text_is_constrained(dialect):
+    """A second call writes other text in every leaf (longer strings, other
+    numbers, an escape, another string of a pattern): inside the free ones
+    every mask comes from the cache, and after every leaf, however its text
+    was cut into tokens. llguidance is asked only for number states the
+    first call did not reach (after ``-`` and ``-0``) and inside the
+    pattern's string."""
+    compiled = compile_tools([SURVEY], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema", parallel_tool_calls=False)
+    object.__setattr__(compiled, "_masks", None)
+    first = {"tags": ["red", "blue"], "scores": [1.5, 20], "meta": {"title": "Spring", "rank": 3, "code": "AB"},
+             "limits": {"cpu": 2}, "extra": {"k": [1, "v"]}}
+    second = {"tags": ["a much longer tag, with a comma", "another one entirely"], "scores": [-0.25, 7],
+              "meta": {"title": "Autumn \"reading\" list of the year", "rank": 41, "code": "XYZ"},
+              "limits": {"cpu": 16}, "extra": {"k": [27, "other words"]}}
+    steps_from_llguidance(compiled, {"name": "survey", "arguments": first})
+    computed = steps_from_llguidance(compiled, {"name": "survey", "arguments": second})
+    assert 0 < sum(computed) <= 4, sum(computed)
+    assert leaf_edges(compiled)
+
+
 def test_a_value_that_picks_a_parameter_set_is_not_shared():
     """After ``kind``, what may follow depends on its text: a second call
     that takes the other parameter set is accepted, every mask llguidance's."""
@@ -382,10 +468,11 @@ def test_a_warmed_mask_cache_holds_llguidance_s_trunk(dialect, choice):
     warm_mask_cache(compiled)
     reference = compiled.matcher()
     forced = reference.compute_ff_tokens()
+    marks = _call_marks(compiled)  # a call's opening token leads to one node from the root
     node, held = compiled._masks.root, []
     while isinstance(node.mask, int):
         held.append(node.mask)
-        node = node.children[node.mask]
+        node = compiled._masks.root.children[marks[node.mask]] if node.mask in marks else node.children[node.mask]
     assert held == forced
     reference.consume_tokens(forced)
     if node.mask is None:  # the run opened a value of any text: its masks are precomputed rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from abc import ABC, abstractmethod
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -99,6 +100,11 @@ class Dialect(ABC):
     """Regex of an argument key written in the call's own markup (XML-style
     dialects), for keys that are not declared and for the declared ones'
     check; ``None``: arguments are a value, keys as :attr:`value_syntax` has them."""
+    arguments_opening: ClassVar[re.Pattern[bytes] | None] = None
+    """In a dialect that writes a call's arguments as one JSON value: matches,
+    in full, the call's markup from its opening token to where the arguments
+    begin; group ``tool`` is the tool's name as a JSON string (the
+    constraint follows the arguments from there, :mod:`constrained.runtime.json_walk`)."""
     bare_call_ends: ClassVar[tuple[str, ...]] = ()
     """Where :meth:`scan` also reads calls without :attr:`call_open` (drift):
     the texts that may end such a call running to the end of the text

@@ -31,6 +31,7 @@ class Hermes(Dialect):
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
     reads_cut_off_call = True
+    arguments_opening = re.compile(rb'\n\{"name": (?P<tool>"(?:[^"\\]|\\.)*"), "arguments": ')
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         name = json.dumps(tool.name, ensure_ascii=False)

@@ -50,11 +50,13 @@ class _NoExample(Exception):
     """The frame has no example this module can write."""
 
 
-def example_arguments(tool: NormalizedTool) -> dict[str, Any] | None:
+def example_arguments(tool: NormalizedTool, fractions: bool = False) -> dict[str, Any] | None:
     """Arguments for a call of ``tool`` that its parameters accept: every
-    property with an example, or None when a required one has none."""
+    property with an example, or None when a required one has none. With
+    ``fractions``, a number any JSON number may be is ``0.5`` (a fraction,
+    after a leading zero), else ``1``."""
     try:
-        value = _example(tool.root, tool.schema.definitions, 0)
+        value = _example(tool.root, tool.schema.definitions, 0, fractions)
     except _NoExample:
         return None
     if not isinstance(value, dict) or not frame_accepts(tool.root, value, tool.schema.definitions):
@@ -62,40 +64,40 @@ def example_arguments(tool: NormalizedTool) -> dict[str, Any] | None:
     return value
 
 
-def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int) -> Any:
+def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int, fractions: bool) -> Any:
     if depth > _DEPTH:
         raise _NoExample
     if isinstance(frame, RefFrame):
         if frame.name not in definitions:
             raise _NoExample
-        return _example(definitions[frame.name], definitions, depth + 1)
+        return _example(definitions[frame.name], definitions, depth + 1, fractions)
     if isinstance(frame, UnionFrame):
         for option in frame.options:
             try:
-                value = _example(option, definitions, depth + 1)
+                value = _example(option, definitions, depth + 1, fractions)
             except _NoExample:
                 continue
             if frame_accepts(option, value, definitions):
                 return value
         raise _NoExample
     if isinstance(frame, ObjectFrame):
-        return _object(frame, definitions, depth)
+        return _object(frame, definitions, depth, fractions)
     if isinstance(frame, ArrayFrame):
         count = max(frame.min_items, min(1, frame.max_items if frame.max_items is not None else 1))
         items = [*frame.prefix_items, *[frame.items] * max(count - len(frame.prefix_items), 0)][:count]
         if any(item is None for item in items):
             raise _NoExample
-        return [_example(item, definitions, depth + 1) for item in items if item is not None]
-    return _scalar(frame)
+        return [_example(item, definitions, depth + 1, fractions) for item in items if item is not None]
+    return _scalar(frame, fractions)
 
 
-def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int) -> dict[str, Any]:
+def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int, fractions: bool) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for key, member in frame.properties:
         if key in frame.forbidden:
             continue
         try:
-            value[key] = _example(member, definitions, depth + 1)
+            value[key] = _example(member, definitions, depth + 1, fractions)
         except _NoExample:
             if key in frame.required:
                 raise
@@ -104,7 +106,7 @@ def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int) ->
     return value
 
 
-def _scalar(frame: Frame) -> Any:
+def _scalar(frame: Frame, fractions: bool) -> Any:
     if isinstance(frame, EnumFrame):
         if not frame.values:
             raise _NoExample
@@ -113,6 +115,9 @@ def _scalar(frame: Frame) -> Any:
         return True
     if isinstance(frame, NullFrame):
         return None
+    if fractions and isinstance(frame, NumberFrame) and frame.minimum is None and frame.maximum is None \
+            and frame.multiple_of is None:
+        return 0.5
     if isinstance(frame, (IntegerFrame, NumberFrame)):
         low = frame.minimum if frame.minimum is not None else min(1, frame.maximum) if frame.maximum is not None else 1
         if isinstance(frame, NumberFrame) and frame.exclusive_minimum and frame.minimum is not None:

@@ -28,10 +28,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..dialects import get_dialect
+from ..dialects.base import Markers
 from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
-from .mask_cache import NUMBER_LABELS, MaskCache, MaskNode, mask_cache, single_token, write_token
+from .json_walk import CLOSED_LEAF, LEAF_BEGINS, LEAF_ENDS, JsonWalk, arguments_trackers
+from .mask_cache import BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, OPENED_CALL, MaskCache, MaskNode, mask_cache, single_token, write_token
 
 if TYPE_CHECKING:
     import torch
@@ -158,17 +161,20 @@ class ToolCallConstraint:
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
         self._trackers = frame_trackers(compiled, batch_size)
         self._cache: MaskCache | None = mask_cache(compiled) if cache_masks else None
+        self._arguments = arguments_trackers(compiled, batch_size) \
+            if self._trackers is None and self._cache is not None else None
+        self._call_marks = _call_marks(compiled) if self._cache is not None else {}
         # Per row: where its history stands in the mask cache (None: not
         # looked up), and the node where its open raw value began.
         self._nodes: list[MaskNode | None] = [self._cache.root if self._cache else None] * batch_size
         self._value_starts: list[MaskNode | None] = [None] * batch_size
         self._call_nodes: list[MaskNode | None] = [None] * batch_size  # where the row's open call began
+        self._skeletons: list[MaskNode | None] = [None] * batch_size  # where the row's JSON skeleton stands
+        self._leaf_bases: list[MaskNode | None] = [None] * batch_size  # where its open leaf's text began
         self._misses = [0] * batch_size  # cache misses since the last hit
         # Per row and token held (end tokens aside): the token, the tracker's
-        # snapshot and the three nodes before it, for rollback.
-        self._history: list[list[tuple[int, Any, MaskNode | None, MaskNode | None, MaskNode | None]]] = [
-            [] for _ in range(batch_size)
-        ]
+        # snapshot and the five nodes before it, for rollback.
+        self._history: list[list[tuple[int, Any, tuple[MaskNode | None, ...]]]] = [[] for _ in range(batch_size)]
         # Per row, how many tokens it held when llguidance last computed its
         # mask (-1: never, with this matcher); see _roll_back_matcher.
         self._mask_at = [-1] * batch_size
@@ -283,34 +289,51 @@ class ToolCallConstraint:
         masks are precomputed rows); a typed value's nodes are keyed by its
         tokens, from the node where it opened, and a number's text by its
         state (after ``12`` and ``345`` alike, llguidance's lexer and parser
-        stand in the same place)."""
+        stand in the same place); so is a free leaf inside JSON
+        (:meth:`_in_leaf`). A call's opening and closing tokens lead to one
+        node each, whichever call it is (:func:`_call_marks`)."""
         tracker = self._trackers[row] if self._trackers is not None else None
+        arguments = self._arguments[row] if self._arguments is not None else None
+        follower = tracker if tracker is not None else arguments
         node, start, call = self._nodes[row], self._value_starts[row], self._call_nodes[row]
-        self._history[row].append((token, tracker.snapshot() if tracker is not None else None, node, start, call))
+        self._history[row].append((token, follower.snapshot() if follower is not None else None,
+                                   (node, start, call, self._skeletons[row], self._leaf_bases[row])))
+        mark = self._call_marks.get(token)
+        if mark is not None:
+            if follower is not None:
+                follower.feed(token)
+            assert self._cache is not None
+            self._nodes[row], self._value_starts[row] = self._cache.root.child(mark), None
+            if mark == OPENED_CALL:
+                self._call_nodes[row] = self._nodes[row]
+            return
         if tracker is None:
-            self._nodes[row] = node.child(token) if node is not None else None
+            if arguments is None:
+                self._nodes[row] = node.child(token) if node is not None else None
+                return
+            walk = arguments.walk
+            arguments.feed(token)
+            self._nodes[row] = self._in_json(row, arguments.walk, arguments.walk is walk, node, token)
             return
         inside, text, closed = tracker.in_traceless_value, tracker.in_any_text_value, tracker.values_closed
-        calls = tracker.calls_opened
+        walk = tracker.walk
         tracker.feed(token)
         closed = tracker.values_closed - closed
-        if tracker.calls_opened != calls:
-            self._call_nodes[row] = node.child(token) if node is not None else None
         if inside and closed == 0 and tracker.in_traceless_value:  # still inside the value
             if text:
                 return
             number = tracker.number_state
             if number is not None:  # a number's text: one node per state of its automaton
-                self._nodes[row] = start.child(NUMBER_LABELS + number) if start is not None else None
+                self._nodes[row] = start.child(LEAF_LABELS + number) if start is not None else None
             else:
-                self._nodes[row] = node.child(token) if node is not None else None
+                self._nodes[row] = self._in_json(row, tracker.walk, tracker.walk is walk, node, token)
             return
         before = node
         member = tracker.closed_member if closed == 1 else None
         if inside and member is not None and call is not None and self._cache is not None:
             # What follows depends on the key alone: one node per key and
             # closing token from where the call began, whichever keys came before.
-            node = call.child(self._cache.member_label(member)).child(~token)
+            node = call.child(self._cache.label(member)).child(~token)
         elif inside:  # the token closed it (exactly one: else the row stops using the cache)
             node = start.child(~token) if closed == 1 and start is not None else None
         else:
@@ -320,10 +343,44 @@ class ToolCallConstraint:
             if number and not inside and before is not None:
                 # It also began a number written in the markup (Gemma): keyed
                 # from before the token, whatever digit it began with.
-                node, start = before.child(NUMBER_LABELS + number), before
+                node, start = before.child(LEAF_LABELS + number), before
             else:
+                if tracker.walk is not None:  # JSON: its skeleton begins here
+                    self._skeletons[row] = node
                 node, start = (None if tracker.in_any_text_value else node), node
         self._nodes[row], self._value_starts[row] = node, start
+
+    def _in_json(self, row: int, walk: JsonWalk | None, walking: bool, before: MaskNode | None,
+                 token: int) -> MaskNode | None:
+        """The row's node after ``token`` (from ``before``) inside JSON that
+        ``walk`` follows (``walking``: since before the token). From the node
+        where the walk began, the nodes follow the value's skeleton byte by
+        byte (:attr:`JsonWalk.skeleton`: its text less that of its free
+        leaves), then the last token, or inside a free leaf its state: the
+        masks depend on the bytes and the last token (:mod:`.mask_cache`),
+        and inside a free leaf on neither its text nor how it was cut into
+        tokens. So another value with the same skeleton, however its tokens
+        fall, finds the same nodes."""
+        if before is None or walk is None:
+            return before.child(token) if before is not None else None
+        skeleton = self._skeletons[row]
+        if not walking or skeleton is None:  # the walk began in this token: the skeleton from here
+            self._skeletons[row] = through = before.child(token)
+            return through
+        for byte in walk.skeleton:
+            if byte == LEAF_BEGINS:
+                self._leaf_bases[row] = skeleton
+            elif byte == LEAF_ENDS:
+                base = self._leaf_bases[row]
+                assert base is not None
+                skeleton = base.child(BYTE_LABELS + CLOSED_LEAF)
+            else:
+                skeleton = skeleton.child(BYTE_LABELS + byte)
+        self._skeletons[row] = skeleton
+        if not walk.in_leaf:
+            return skeleton.child(token)
+        state = walk.leaf_state
+        return skeleton.child(LEAF_LABELS + state) if state is not None else before.child(token)
 
     def _accepts(self, row: int, token: int) -> bool:
         """Consume ``token`` if the grammar allows it, leaving the matcher
@@ -375,9 +432,12 @@ class ToolCallConstraint:
             if matched:
                 self._roll_back_matcher(r, matched)
                 history = self._history[r]
-                _, snapshot, self._nodes[r], self._value_starts[r], self._call_nodes[r] = history[-matched]
-                if self._trackers is not None:
-                    self._trackers[r].restore(snapshot)
+                _, snapshot, (self._nodes[r], self._value_starts[r], self._call_nodes[r], self._skeletons[r],
+                              self._leaf_bases[r]) = history[-matched]
+                follower = self._trackers[r] if self._trackers is not None else \
+                    self._arguments[r] if self._arguments is not None else None
+                if follower is not None:
+                    follower.restore(snapshot)
                 del history[-matched:]
             self._consumed[r] -= matched
             if self._unmatched[r] == 0:
@@ -556,8 +616,10 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
     set walk: the tokens the grammar forces from the start and the mask of
     the first choice, then (up to 16 tools) one call of each tool with
     example arguments (:func:`~constrained.frames.examples.example_arguments`;
-    without any, a call with none), for as long as the grammar allows its
-    tokens. Once a value that leaves no trace is closed, the masks after it
+    without any, a call with none), and one more with fractions where the
+    tool takes any number (masks there are one per state of the number's
+    text: ``0.5`` reaches the states after a leading zero, a point and a
+    decimal), for as long as the grammar allows their tokens. Once a value that leaves no trace is closed, the masks after it
     serve every call that writes the same keys (:meth:`ToolCallConstraint._advance`),
     so the walk computes the markup of the tool's keys, the closings of its
     values and the end of the call. These are llguidance's costliest masks
@@ -584,12 +646,17 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
         if not forced:
             break
         constraint.consume_row(0, forced[:1])
+    calls = []
     for tool in compiled.tools if len(compiled.tools) <= _HEAD_TOOLS else ():
+        plain = example_arguments(tool) or {}
+        fractions = example_arguments(tool, fractions=True) or {}
+        calls += [(tool, plain), *([(tool, fractions)] if fractions != plain else [])]
+    for tool, arguments in calls:
         if cache.rows >= cache.max_rows // 2:
             break  # the rest of the cache's rows are left to requests
         constraint.rollback(constraint._consumed[0])
-        call = {"name": tool.name, "arguments": example_arguments(tool) or {}}
-        text = render_tool_calls([call], compiled.tools, compiled.dialect, key_order=compiled.key_order)
+        text = render_tool_calls([{"name": tool.name, "arguments": arguments}], compiled.tools, compiled.dialect,
+                                 key_order=compiled.key_order)
         for token in compiled.tokenizer.encode(text)[:_CALL_TOKENS]:
             constraint.fill_masks()
             if not constraint._mask_allows(0, token):
@@ -597,7 +664,26 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
             constraint.consume_row(0, [token])
             if constraint.is_finished(0):
                 break
+        else:
+            constraint.fill_masks()  # after the call: another call or the end
     cache.index_rows()
+
+
+def _call_marks(compiled: CompiledTools) -> dict[int, int]:
+    """The mask cache's labels for the tokens that open and close a call,
+    when the dialect's markers are single tokens (else none). Every call of
+    a dialect's grammar is one rule between those two tokens, the same for
+    a first call and a later one, and the special tokens appear nowhere
+    else; so after a call's opening the grammar stands where it stands in
+    every call, and after its closing where it stands after every call. One
+    node each then serves every call of every tool: the masks that choose
+    the tool, and those after a call (another call or the end)."""
+    dialect = get_dialect(compiled.dialect)
+    markers, tok = Markers(compiled.tokenizer), compiled.tokenizer
+    opening, closing = tok.token_id(dialect.call_open), tok.token_id(dialect.call_close)
+    if opening is None or closing is None or not (markers.is_token(dialect.call_open) and markers.is_token(dialect.call_close)):
+        return {}
+    return {opening: OPENED_CALL, closing: CLOSED_CALL}
 
 
 def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:

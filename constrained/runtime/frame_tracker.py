@@ -19,6 +19,8 @@ from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
 from ..frames.model import IntegerFrame, NumberFrame
+from ..grammar.syntax import JsonSyntax
+from .json_walk import INTEGER_STEPS, NUMBER_STEPS, JsonWalk, member_frame, plain_tokens
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
 
 if TYPE_CHECKING:
@@ -31,26 +33,6 @@ if TYPE_CHECKING:
 
 _NO_TOKENS = np.zeros(0, dtype=np.int64)
 
-
-def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
-    """The automaton of a JSON number's text (RFC 8259; an integer has no
-    fraction or exponent): state 0 is the start, and ``steps[state, byte]``
-    the state after ``byte``, absent where the byte cannot follow. States
-    2, 3, 5 and 8 are complete numbers."""
-    digits, nonzero = b"0123456789", b"123456789"
-    steps = {(0, ord("-")): 1, (0, ord("0")): 2, (1, ord("0")): 2}
-    steps.update({(state, byte): 3 for state in (0, 1) for byte in nonzero})
-    steps.update({(3, byte): 3 for byte in digits})
-    if fraction:
-        steps.update({(state, ord(".")): 4 for state in (2, 3)})
-        steps.update({(state, byte): 6 for state in (2, 3, 5) for byte in b"eE"})
-        steps.update({(state, byte): 5 for state in (4, 5) for byte in digits})
-        steps.update({(6, ord("+")): 7, (6, ord("-")): 7})
-        steps.update({(state, byte): 8 for state in (6, 7, 8) for byte in digits})
-    return steps
-
-
-INTEGER_STEPS, NUMBER_STEPS = _number_steps(False), _number_steps(True)
 
 # Where a sequence stands in the call markup (_NUMBER: a number written in
 # the markup, number_opening).
@@ -79,6 +61,7 @@ class FrameTracker:
         values_decide: Callable[[str], bool] = lambda tool: True,
         number_steps: Callable[[str, str], dict[tuple[int, int], int] | None] = lambda tool, key: None,
         members_in_order: bool = False,
+        json_walk: Callable[[str, str], JsonWalk | None] = lambda tool, key: None,
     ) -> None:
         self.syntax = syntax
         self.masks = masks
@@ -89,10 +72,11 @@ class FrameTracker:
         self._guards_of = guards
         self._values_decide = values_decide
         self._number_steps_of = number_steps
+        self._json_walk = json_walk
+        self._walk: JsonWalk | None = None  # the open value's, when it is JSON of a known frame
         self._members_in_order = members_in_order
         self._member: tuple[str, str] | None = None  # the open value's (tool, key), when it alone decides what follows
         self._closed_member: tuple[str, str] | None = None
-        self._calls = 0  # calls opened so far (not part of the state)
         self._number_steps: dict[tuple[int, int], int] | None = None  # the open value's, when a plain number
         self._number: int | None = None  # where its text stands in them, while it is only a number
         self._guards: ValueGuards | None = None  # the open value's, when it takes any text
@@ -110,12 +94,20 @@ class FrameTracker:
     def snapshot(self) -> tuple[object, ...]:
         return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
                 self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-                self._closed_member)
+                self._closed_member, self._walk, self._walk.snapshot() if self._walk is not None else None)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
         (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
          self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-         self._closed_member) = snapshot  # type: ignore[assignment]
+         self._closed_member, self._walk, walked) = snapshot  # type: ignore[assignment]
+        if self._walk is not None:
+            self._walk.restore(walked)  # type: ignore[arg-type]
+
+    @property
+    def walk(self) -> JsonWalk | None:
+        """The walk through the open value, when it is JSON of a known frame
+        (:mod:`.json_walk`): where its free leaves stand."""
+        return self._walk
 
     @property
     def in_any_text_value(self) -> bool:
@@ -147,11 +139,6 @@ class FrameTracker:
         so after a key's value come the members after it, whichever came
         before."""
         return self._closed_member
-
-    @property
-    def calls_opened(self) -> int:
-        """How many call openings the tracker has seen (it only grows)."""
-        return self._calls
 
     @property
     def values_closed(self) -> int:
@@ -194,8 +181,7 @@ class FrameTracker:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
             self._state, self._tool, self._markup = _MARKUP, None, b""
-            self._number_steps = self._number = self._member = None
-            self._calls += 1
+            self._number_steps = self._number = self._member = self._walk = None
             return
         if token == self._close_call_id:
             self._state = _OUTSIDE
@@ -204,6 +190,8 @@ class FrameTracker:
             return
         if self._number is not None and self._state == _VALUE:
             self._number = self._number_after(self._table[token])
+        if self._walk is not None and self._state == _VALUE:
+            self._walk.feed(self._table[token], token)
         masks = self.masks
         if self._state == _VALUE and masks.trailing[token] != 255:
             if masks.neutral[token]:  # no byte of the closing: back to state 0
@@ -278,6 +266,8 @@ class FrameTracker:
                     self._state = _LOST
                     return
                 self._open_value()
+                if self._walk is not None:
+                    self._walk.feed(data[position + 1 :])
             else:
                 return
 
@@ -298,6 +288,8 @@ class FrameTracker:
         self._number_steps = self._number_steps_of(self._tool, key) if self._traceless and not self._fast else None
         self._member = self._in_order(self._tool, key)
         self._number = None if self._number_steps is None else 0
+        self._walk = self._json_walk(self._tool, key) if self._traceless and not self._fast and self._number_steps is None \
+            else None
         self._guards = self._guards_of(self._tool) if self._fast else None
         self._tail = self._guards.initial if self._guards is not None else b""
         state = 0
@@ -326,7 +318,7 @@ class FrameTracker:
         """Close the open value; ``markup``: what the markup after it holds
         so far (a number written in the markup keeps the markup before it)."""
         self._state, self._markup = _MARKUP, markup
-        self._number_steps = self._number = None
+        self._number_steps = self._number = self._walk = None
         self._closed_member, self._member = self._member, None
         self._closings += 1
 
@@ -373,6 +365,14 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
         return None
 
+    values = dialect.values_syntax(Markers(tok))
+    plain = plain_tokens(tok) if isinstance(values, JsonSyntax) and values.excluded_text is None else None
+
+    def json_walk(tool: str, key: str) -> JsonWalk | None:
+        """A walk through ``key``'s JSON value, where its frame is known."""
+        member = member_frame(objects[tool][0], key) if plain is not None and not values_decide(tool) else None
+        return None if member is None or plain is None else JsonWalk(member, tools[tool].schema.definitions, plain)
+
     guard_sets: dict[str, ValueGuards | None] = {}
 
     def guards(tool: str) -> ValueGuards | None:
@@ -381,7 +381,7 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
         return guard_sets[tool]
 
     in_order = compiled.options.key_order != "any"  # "any": each set of keys written has its own continuation
-    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide, number_steps, in_order)
+    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide, number_steps, in_order, json_walk)
             for _ in range(count)]
 
 

@@ -34,6 +34,7 @@ so the constraint's sparse apply can take it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,11 +47,21 @@ if TYPE_CHECKING:
 _SPARSE_WORDS = 256
 """A kept row whose forbidden tokens lie in at most this many words also
 keeps them as an index (the constraint's sparse apply on CPU)."""
-NUMBER_LABELS = 1 << 40
-"""Labels from here on, past every token id, name a state of a number's
-text (``NUMBER_LABELS + state``, :attr:`FrameTracker.number_state`)."""
-MEMBER_LABELS = 1 << 41
-"""Labels from here on name a member of a call (:meth:`MaskCache.member_label`)."""
+BYTE_LABELS = 1 << 39
+"""Labels from here on, past every token id, name one byte of a JSON
+value's skeleton (``BYTE_LABELS + byte``, :attr:`JsonWalk.skeleton`)."""
+LEAF_LABELS = 1 << 40
+"""Labels from here on, past every token id, name a state of a free leaf's
+text (``LEAF_LABELS + state``: :attr:`FrameTracker.number_state`,
+:attr:`JsonWalk.leaf_state`)."""
+NAMED_LABELS = 1 << 41
+"""Labels from here on name what a call wrote, e.g. the member whose value
+it closed (:meth:`MaskCache.label`)."""
+OPENED_CALL = 1 << 42
+"""The label of the node after a call's opening token, from the root, in
+every call (:func:`constrained.runtime.constraint._call_marks`)."""
+CLOSED_CALL = OPENED_CALL + 1
+"""The label of the node after a call's closing token, from the root."""
 _SAMPLE = 16
 """Every this many words are looked at first, to turn most rows down cheaply."""
 _ALL = np.uint32(0xFFFFFFFF)
@@ -95,17 +106,18 @@ class MaskCache:
         self.masks = 0  # masks held, rows and single tokens
         self.hits = 0
         self.misses = 0
-        self._members: dict[tuple[str, str], int] = {}
+        self._labels: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
-    def member_label(self, member: tuple[str, str]) -> int:
-        """The label of the edge for a value of ``member`` (tool, key), from
-        the node where its call opened: past every token id and number
-        state (:data:`MEMBER_LABELS`), one per member for the cache's life."""
-        label = self._members.get(member)
+    def label(self, name: Hashable) -> int:
+        """The label of an edge named ``name`` (such as the member, tool and
+        key, whose value a call closed, from the node where the call
+        opened): past every token id and leaf state (:data:`NAMED_LABELS`),
+        one per name for the cache's life."""
+        label = self._labels.get(name)
         if label is None:
             with self._lock:
-                label = self._members.setdefault(member, MEMBER_LABELS + len(self._members))
+                label = self._labels.setdefault(name, NAMED_LABELS + len(self._labels))
         return label
 
     def write(self, node: MaskNode, row: np.ndarray, held: int | None = None) -> torch.Tensor | None:

@@ -1,0 +1,467 @@
+"""Where JSON text stands inside a value of known frames, so the mask cache
+can key a free leaf by its state instead of its text.
+
+A *free leaf* is a string whose frame sets no length, pattern or format, a
+number whose frame sets no bound or step, or any string or number inside a
+value of any JSON: llguidance's lexer stands in the same place after ``"ab``
+as after ``"xyz``, after ``12`` as after ``345``, so the masks inside such a
+leaf, and those after it, do not depend on its text. :class:`JsonWalk`
+follows the bytes of one JSON value through its frames (as ``json.dumps``
+writes it; a key picks its member's frame, a union's option is the one its
+first byte allows) and says when the text stands in a free leaf, and in
+which state: a string at a character boundary outside an escape, a number
+by the state of its automaton. Keys, enums and constrained leaves are never
+free: their text decides what follows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..dialects import get_dialect
+from ..dialects.base import Markers
+from ..frames.model import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    StringFrame,
+    UnionFrame,
+    resolve_frame,
+)
+from ..grammar.syntax import JsonSyntax
+
+if TYPE_CHECKING:
+    from ..compiler import CompiledTools
+    from ..tokenizers import Tokenizer
+
+
+def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
+    """The automaton of a JSON number's text (RFC 8259; an integer has no
+    fraction or exponent): state 0 is the start, and ``steps[state, byte]``
+    the state after ``byte``, absent where the byte cannot follow. States
+    2, 3, 5 and 8 are complete numbers."""
+    digits, nonzero = b"0123456789", b"123456789"
+    steps = {(0, ord("-")): 1, (0, ord("0")): 2, (1, ord("0")): 2}
+    steps.update({(state, byte): 3 for state in (0, 1) for byte in nonzero})
+    steps.update({(3, byte): 3 for byte in digits})
+    if fraction:
+        steps.update({(state, ord(".")): 4 for state in (2, 3)})
+        steps.update({(state, byte): 6 for state in (2, 3, 5) for byte in b"eE"})
+        steps.update({(state, byte): 5 for state in (4, 5) for byte in digits})
+        steps.update({(6, ord("+")): 7, (6, ord("-")): 7})
+        steps.update({(state, byte): 8 for state in (6, 7, 8) for byte in digits})
+    return steps
+
+
+INTEGER_STEPS, NUMBER_STEPS = _number_steps(False), _number_steps(True)
+
+STRING_STATE = 16
+""":attr:`JsonWalk.leaf_state` of a free string at a character boundary
+outside an escape (past the number automaton's states)."""
+FREE_STRING, FREE_NUMBER, CLOSED_LEAF, LEAF_BEGINS, LEAF_ENDS = range(5)
+"""Bytes of :attr:`JsonWalk.skeleton` that no JSON text holds outside a
+string: a free string's text, a free number's, another leaf's once it is
+closed; and marks around such a leaf's text, which the skeleton holds
+while the leaf is open (:meth:`JsonWalk.feed`)."""
+
+# What the walk expects next.
+_VALUE, _STRING, _NUMBER, _LITERAL, _AFTER, _KEY, _COLON, _DONE, _LOST = range(9)
+_SPACE = frozenset(b" \t\n\r")
+_DIGITS = frozenset(b"-0123456789")
+_LITERALS = {ord("t"): b"rue", ord("f"): b"alse", ord("n"): b"ull"}
+
+
+class JsonWalk:
+    """Follows the bytes of one JSON value of ``frame`` (``None``: not
+    known, so nothing in it is free).
+
+    After each :meth:`feed`: :attr:`skeleton`, the bytes fed as the masks
+    see them; :attr:`in_leaf` (the text stands inside a free leaf) and
+    :attr:`leaf_state` (its state there, when the masks are one per state:
+    else None). In the skeleton a free leaf's text is one byte
+    (:data:`FREE_STRING` after a string's opening quote, :data:`FREE_NUMBER`):
+    no mask depends on it. The text of another leaf of a known frame (a
+    constrained string or number, an enum, a literal) is there while the
+    leaf is open, between :data:`LEAF_BEGINS` and :data:`LEAF_ENDS`, which
+    stand for that text once it is closed, as :data:`CLOSED_LEAF`: what
+    follows a leaf depends on its frame, not on its text. Two values whose
+    skeletons agree so far have the same masks wherever the walk says so.
+    Text of a value whose frame is not known (an option of a union two
+    options may begin alike, an object that a key of a pattern holds) stays
+    whole, and text the walk cannot follow (which the grammar would not
+    accept) too."""
+
+    def __init__(self, frame: Frame | None, definitions: Mapping[str, Frame], plain: np.ndarray) -> None:
+        self._definitions = definitions
+        self._plain = plain
+        self._mode = _VALUE
+        self._frame: Frame | None = frame  # the frame of the value expected (_VALUE) or open
+        # The open containers, innermost last: (frame, is an object, members or items so far).
+        self._stack: tuple[tuple[Frame | None, bool, int], ...] = ()
+        self._free = False  # the open string or number is a free leaf
+        self._closable = False  # the open leaf's text is left out of the skeleton once it is closed
+        self._escape = 0  # in a string: 0, after a backslash 1, in \\u 2-5 (hex digits read + 2)
+        self._need = 0  # UTF-8 continuation bytes the string's last character still needs
+        self._key: bytes | None = None  # the key read so far, while a key string is open
+        self._number: int | None = None  # the open number's automaton state
+        self._steps: dict[tuple[int, int], int] = NUMBER_STEPS
+        self._literal = b""  # what the open true/false/null still needs
+        self.skeleton = b""
+
+    def snapshot(self) -> tuple[object, ...]:
+        return (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
+                self._key, self._number, self._steps, self._literal, self.skeleton)
+
+    def restore(self, snapshot: tuple[object, ...]) -> None:
+        (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
+         self._key, self._number, self._steps, self._literal, self.skeleton) = snapshot  # type: ignore[assignment]
+
+    @property
+    def in_leaf(self) -> bool:
+        return self._free and self._mode in (_STRING, _NUMBER)
+
+    @property
+    def leaf_state(self) -> int | None:
+        if not self._free:
+            return None
+        if self._mode == _NUMBER:
+            return self._number
+        if self._mode == _STRING and self._escape == 0 and self._need == 0:
+            return STRING_STATE
+        return None
+
+    def feed(self, data: bytes, token: int | None = None) -> None:
+        """Advance past ``data`` (the bytes of ``token``, when it is given)."""
+        if token is not None and self._mode == _STRING and self._free and self._escape == 0 and self._need == 0 \
+                and self._plain[token]:
+            self.skeleton = b""  # text inside a free string: the common step
+            return
+        out = bytearray()
+        for byte in data:
+            self._step(byte, out)
+        self.skeleton = bytes(out)
+
+    def _step(self, byte: int, out: bytearray) -> None:
+        """Advance one byte, writing what the skeleton keeps of it to ``out``."""
+        mode = self._mode
+        if mode == _STRING:
+            closable = self._closable
+            if self._string_byte(byte):
+                if closable:
+                    out.append(LEAF_ENDS)
+                out.append(byte)
+            elif not self._free:
+                out.append(byte)
+            return
+        if mode == _NUMBER:
+            state = self._steps.get((self._number, byte))  # type: ignore[arg-type]
+            if state is None:
+                if self._closable:
+                    out.append(LEAF_ENDS)
+                self._end_value()
+                self._step(byte, out)  # the byte after the number
+                return
+            self._number = state
+            if not self._free:
+                out.append(byte)
+            return
+        if mode == _VALUE and byte not in _SPACE:
+            self._open_value(byte, out)
+            return
+        out.append(byte)
+        if mode == _LITERAL:
+            if not self._literal or byte != self._literal[0]:
+                self._mode = _LOST
+                return
+            self._literal = self._literal[1:]
+            if not self._literal:
+                if self._closable:
+                    out.append(LEAF_ENDS)
+                self._end_value()
+        elif byte in _SPACE and mode in (_VALUE, _AFTER, _KEY, _COLON):
+            return
+        elif mode == _KEY:
+            if byte == ord('"'):
+                self._mode, self._key, self._escape, self._need, self._free = _STRING, b"", 0, 0, False
+            elif byte == ord("}") and self._stack and self._stack[-1][2] == 0:
+                self._close_container()
+            else:
+                self._mode = _LOST
+        elif mode == _COLON:
+            if byte != ord(":"):
+                self._mode = _LOST
+                return
+            frame, _, count = self._stack[-1]
+            self._stack = (*self._stack[:-1], (frame, True, count + 1))
+            self._mode, self._frame = _VALUE, self._member(frame, self._key or b"")
+        elif mode == _AFTER:
+            frame, is_object, count = self._stack[-1]
+            if byte == ord(","):
+                if is_object:
+                    self._mode = _KEY
+                else:
+                    self._stack = (*self._stack[:-1], (frame, False, count + 1))
+                    self._mode, self._frame = _VALUE, self._item(frame, count + 1)
+            elif byte == (ord("}") if is_object else ord("]")):
+                self._close_container()
+            else:
+                self._mode = _LOST
+        elif mode == _DONE:
+            self._mode = _LOST
+
+    def _open_value(self, byte: int, out: bytearray) -> None:
+        frame = self._option(self._frame, byte)
+        self._free = self._closable = False
+        if byte == ord('"'):
+            self._mode, self._escape, self._need, self._key = _STRING, 0, 0, None
+            self._free = isinstance(frame, FreeFrame) or (
+                isinstance(frame, StringFrame) and not frame.min_length and frame.max_length is None
+                and not frame.patterns and frame.format is None
+            )
+            self._closable = not self._free and frame is not None
+            out += bytes((byte, FREE_STRING)) if self._free else bytes((byte, LEAF_BEGINS)) if self._closable \
+                else bytes((byte,))
+            return
+        if byte in _DIGITS:
+            steps = _free_number_steps(frame)
+            self._free = steps is not None
+            self._closable = not self._free and frame is not None
+            self._steps = steps if steps is not None else NUMBER_STEPS
+            self._mode, self._number = _NUMBER, self._steps.get((0, byte))
+            if self._number is None:
+                self._mode, self._free = _LOST, False
+                out.append(byte)
+            else:
+                out += bytes((FREE_NUMBER,)) if self._free else bytes((LEAF_BEGINS, byte)) if self._closable \
+                    else bytes((byte,))
+            return
+        if byte in _LITERALS and frame is not None:
+            out.append(LEAF_BEGINS)
+            self._closable = True
+        out.append(byte)
+        if byte == ord("{"):
+            self._stack = (*self._stack, (frame, True, 0))
+            self._mode = _KEY
+        elif byte == ord("["):
+            self._stack = (*self._stack, (frame, False, 0))
+            self._mode, self._frame = _VALUE, self._item(frame, 0)
+        elif byte in _LITERALS:
+            self._mode, self._literal = _LITERAL, _LITERALS[byte]
+        elif byte == ord("]") and self._stack and not self._stack[-1][1] and self._stack[-1][2] == 0:
+            self._close_container()  # an empty array: "]" where its first item would begin
+        else:
+            self._mode = _LOST
+
+    def _string_byte(self, byte: int) -> bool:
+        """Advance one byte of a string; whether it closed the string."""
+        escape = self._escape
+        if self._key is not None:
+            self._key += bytes((byte,))
+        if escape == 1:
+            self._escape = 2 if byte == ord("u") else 0
+        elif escape:
+            self._escape = escape + 1 if escape < 5 else 0
+        elif byte == ord("\\"):
+            self._escape = 1
+        elif byte == ord('"'):
+            if self._key is None:
+                self._end_value()
+            else:
+                self._mode = _COLON
+                self._key = self._key[:-1]
+            return True
+        elif byte < 0x80:
+            self._need = 0
+        elif byte >= 0xC0:
+            self._need = (1 if byte < 0xE0 else 2 if byte < 0xF0 else 3)
+        elif self._need:
+            self._need -= 1
+        return False
+
+    def _end_value(self) -> None:
+        self._free = self._closable = False
+        self._mode = _AFTER if self._stack else _DONE
+
+    def _close_container(self) -> None:
+        self._stack = self._stack[:-1]
+        self._end_value()
+
+    def _resolve(self, frame: Frame | None) -> Frame | None:
+        return None if frame is None else resolve_frame(frame, self._definitions)
+
+    def _option(self, frame: Frame | None, byte: int) -> Frame | None:
+        """The frame of a value that begins with ``byte``: the one option of
+        a union that a value can begin with it, else None (not known)."""
+        frame = self._resolve(frame)
+        if not isinstance(frame, UnionFrame):
+            return frame
+        options = [o for o in map(self._resolve, frame.options) if o is not None and _begins(o, byte)]
+        return options[0] if len(options) == 1 and not isinstance(options[0], UnionFrame) else None
+
+    def _member(self, frame: Frame | None, key: bytes) -> Frame | None:
+        if isinstance(frame, FreeFrame):
+            return frame
+        if not isinstance(frame, ObjectFrame):
+            return None
+        try:
+            name = json.loads(b'"' + key + b'"')
+        except ValueError:
+            return None
+        return member_frame(frame, name)
+
+    def _item(self, frame: Frame | None, index: int) -> Frame | None:
+        if isinstance(frame, FreeFrame):
+            return frame
+        if not isinstance(frame, ArrayFrame):
+            return None
+        return frame.prefix_items[index] if index < len(frame.prefix_items) else frame.items
+
+
+def member_frame(frame: ObjectFrame, key: str) -> Frame | None:
+    """The frame of ``key``'s value in an object of ``frame``: the declared
+    one, else the additional one when no pattern may pick another (else
+    None: not known here)."""
+    declared = frame.property(key)
+    if declared is not None:
+        return declared
+    return frame.additional if not frame.pattern_properties else None
+
+
+class ArgumentsTracker:
+    """Follows one sequence through the calls of a dialect whose arguments
+    are one JSON value in the call's markup (``arguments_opening``), with a
+    :class:`JsonWalk` through each call's arguments."""
+
+    _MARKUP_LIMIT = 4096
+
+    def __init__(self, opening: re.Pattern[bytes], open_id: int, table: list[bytes],
+                 walks: Callable[[str], JsonWalk | None]) -> None:
+        self._opening = opening
+        self._open_id = open_id
+        self._table = table
+        self._walks = walks
+        self._markup: bytes | None = None  # the call's markup so far, until its arguments begin
+        self._walk: JsonWalk | None = None
+
+    @property
+    def walk(self) -> JsonWalk | None:
+        """The walk through the open call's arguments, once they began."""
+        return self._walk
+
+    def snapshot(self) -> tuple[object, ...]:
+        return self._markup, self._walk, self._walk.snapshot() if self._walk is not None else None
+
+    def restore(self, snapshot: tuple[object, ...]) -> None:
+        self._markup, self._walk, walked = snapshot  # type: ignore[assignment]
+        if self._walk is not None:
+            self._walk.restore(walked)  # type: ignore[arg-type]
+
+    def feed(self, token: int) -> None:
+        """Advance past ``token``, which the grammar accepted."""
+        if token == self._open_id:
+            self._markup, self._walk = b"", None
+            return
+        data = self._table[token]
+        if self._walk is not None:
+            self._walk.feed(data, token)
+            return
+        if self._markup is None:
+            return
+        for position in range(len(data)):
+            markup = self._markup + data[: position + 1]
+            match = self._opening.fullmatch(markup)
+            if match is not None:
+                self._markup = None
+                self._walk = self._walks(json.loads(match.group("tool")))
+                if self._walk is not None:
+                    self._walk.feed(data[position + 1 :])
+                return
+        self._markup += data
+        if len(self._markup) > self._MARKUP_LIMIT:
+            self._markup = None
+
+
+def arguments_trackers(compiled: CompiledTools, count: int) -> list[ArgumentsTracker] | None:
+    """One tracker per sequence for ``compiled``, or None when its dialect
+    does not write its arguments as one JSON value (or writes its call
+    opening as text, or its JSON strings keep text out)."""
+    tok = compiled.tokenizer
+    dialect = get_dialect(compiled.dialect)
+    markers = Markers(tok)
+    opening = dialect.arguments_opening
+    syntax = dialect.values_syntax(markers)
+    if opening is None or not markers.is_token(dialect.call_open) or not compiled.tools \
+            or not isinstance(syntax, JsonSyntax) or syntax.excluded_text is not None:
+        return None
+    plain = plain_tokens(tok)
+    tools = {tool.name: tool for tool in compiled.tools}
+
+    def walks(name: str) -> JsonWalk | None:
+        tool = tools.get(name)
+        return None if tool is None else JsonWalk(tool.root, tool.schema.definitions, plain)
+
+    open_id = tok.token_id(dialect.call_open)
+    assert open_id is not None
+    return [ArgumentsTracker(opening, open_id, tok.token_table[0], walks) for _ in range(count)]
+
+
+def _free_number_steps(frame: Frame | None) -> dict[tuple[int, int], int] | None:
+    """The automaton of a free number of ``frame``, or None (not free)."""
+    if isinstance(frame, FreeFrame):
+        return NUMBER_STEPS
+    if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is None and frame.maximum is None \
+            and frame.multiple_of is None:
+        return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
+    return None
+
+
+def _begins(frame: Frame, byte: int) -> bool:
+    """Whether a value of ``frame`` may begin with ``byte``."""
+    if isinstance(frame, (FreeFrame, UnionFrame)):
+        return True
+    if isinstance(frame, EnumFrame):
+        return any(_begins_value(value, byte) for value in frame.values)
+    kinds = {ord('"'): StringFrame, ord("{"): ObjectFrame, ord("["): ArrayFrame, ord("t"): BooleanFrame,
+             ord("f"): BooleanFrame, ord("n"): NullFrame}
+    if byte in _DIGITS:
+        return isinstance(frame, (IntegerFrame, NumberFrame))
+    return isinstance(frame, kinds.get(byte, ()))
+
+
+def _begins_value(value: object, byte: int) -> bool:
+    return json.dumps(value).encode()[:1] == bytes((byte,))
+
+
+_plain_tables: dict[str, np.ndarray] = {}
+_plain_lock = threading.Lock()
+
+
+def plain_tokens(tok: Tokenizer) -> np.ndarray:
+    """Per token of ``tok``: whether its bytes are whole characters of a
+    JSON string's text with no quote, backslash or control character (inside
+    a free string such a token changes nothing). Built once per vocabulary."""
+    with _plain_lock:
+        table = _plain_tables.get(tok.fingerprint)
+        if table is None:
+            table = np.zeros(tok.vocab_size, dtype=bool)
+            for token, data in enumerate(tok.token_table[0][: tok.vocab_size]):
+                if data and not tok.is_special(token) and b'"' not in data and b"\\" not in data and min(data) >= 0x20:
+                    try:
+                        data.decode("utf-8")
+                    except UnicodeDecodeError:
+                        continue
+                    table[token] = True
+            _plain_tables[tok.fingerprint] = table
+        return table
