@@ -74,5 +74,16 @@ def test_with_fractions_a_number_of_any_value_is_one_half():
         "x": {"type": "number"}, "n": {"type": "integer"}, "b": {"type": "number", "minimum": 2},
         "l": {"type": "array", "items": {"type": "number"}, "minItems": 1}}}
     fractions = example_arguments(normalize_tools([tool(parameters)])[0], fractions=True)
-    assert fractions == {"x": 0.5, "n": 1, "b": 2, "l": [0.5]}
+    assert fractions == {"x": 0.5, "n": 1, "b": 2, "l": [0.5, 0.5]}
     jsonschema.validate(fractions, parameters)
+
+
+def test_an_array_and_a_map_have_two_members_where_they_may():
+    """So the warm-up walks the masks after a comma."""
+    parameters = {"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "string"}},
+        "one": {"type": "array", "items": {"type": "string"}, "maxItems": 1},
+        "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "small": {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 1}}}
+    assert example(parameters) == {"l": ["x", "x"], "one": ["x"], "m": {"x": 1, "y": 1}, "small": {}}
+    jsonschema.validate(example(parameters), parameters)

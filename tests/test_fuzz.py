@@ -428,19 +428,20 @@ def test_free_json_leaves_are_keyed_by_state_and_equal_llguidance(dialect):
 @pytest.mark.parametrize("dialect", JSON_LEAF_DIALECTS)
 def test_a_call_with_other_free_leaves_asks_llguidance_only_where_their_text_is_constrained(dialect):
     """A second call writes other text in every leaf (longer strings, other
-    numbers, an escape, another string of a pattern): inside the free ones
-    every mask comes from the cache, and after every leaf, however its text
+    numbers, an escape, another string of a pattern, other keys of a map)
+    and more items and members: inside the free leaves every mask comes
+    from the cache, and after every leaf and every comma, however the text
     was cut into tokens. llguidance is asked only for number states the
-    first call did not reach (after ``-`` and ``-0``) and inside the
-    pattern's string."""
+    first call did not reach (after ``-`` and ``-0``), inside the pattern's
+    string and where an array goes on past the first call's last item."""
     compiled = compile_tools([SURVEY], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
                              key_order="schema", parallel_tool_calls=False)
     object.__setattr__(compiled, "_masks", None)
     first = {"tags": ["red", "blue"], "scores": [1.5, 20], "meta": {"title": "Spring", "rank": 3, "code": "AB"},
-             "limits": {"cpu": 2}, "extra": {"k": [1, "v"]}}
-    second = {"tags": ["a much longer tag, with a comma", "another one entirely"], "scores": [-0.25, 7],
-              "meta": {"title": "Autumn \"reading\" list of the year", "rank": 41, "code": "XYZ"},
-              "limits": {"cpu": 16}, "extra": {"k": [27, "other words"]}}
+             "limits": {"cpu": 2, "disk": 8}, "extra": {"k": [1, "v"]}}
+    second = {"tags": ["a much longer tag, with a comma", "another one entirely", "and a third"],
+              "scores": [-0.25, 7], "meta": {"title": "Autumn \"reading\" list of the year", "rank": 41, "code": "XYZ"},
+              "limits": {"memory": 16, "threads": 4, "files": 1024}, "extra": {"key": [27, "other", "words"]}}
     steps_from_llguidance(compiled, {"name": "survey", "arguments": first})
     computed = steps_from_llguidance(compiled, {"name": "survey", "arguments": second})
     assert 0 < sum(computed) <= 4, sum(computed)

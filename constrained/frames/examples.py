@@ -5,7 +5,9 @@ writes one call of each tool with such arguments through its grammar, so
 the masks of the markup every call of the tool walks (its keys, the
 closings of its values, the end of the call) are computed before the first
 request. Only the markup matters there, so an example is the plainest
-value the frame accepts, or none.
+value the frame accepts (an array has two items where it may, so the
+masks after a comma are met, and so has a map: an object of undeclared
+keys), or none.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int, fractio
     if isinstance(frame, ObjectFrame):
         return _object(frame, definitions, depth, fractions)
     if isinstance(frame, ArrayFrame):
-        count = max(frame.min_items, min(1, frame.max_items if frame.max_items is not None else 1))
+        count = max(frame.min_items, min(2, frame.max_items if frame.max_items is not None else 2))
         items = [*frame.prefix_items, *[frame.items] * max(count - len(frame.prefix_items), 0)][:count]
         if any(item is None for item in items):
             raise _NoExample
@@ -103,6 +105,13 @@ def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int, fr
                 raise
     if any(key not in value for key in frame.required):
         raise _NoExample  # a required key only additional or pattern properties define
+    if not frame.properties and not frame.pattern_properties and frame.additional is not None \
+            and (frame.max_properties is None or frame.max_properties >= 2):
+        try:  # a map: two members, as an array has two items
+            item = _example(frame.additional, definitions, depth + 1, fractions)
+        except _NoExample:
+            return value
+        value = {"x": item, "y": item}
     return value
 
 

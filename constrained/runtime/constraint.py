@@ -33,7 +33,7 @@ from ..dialects.base import Markers
 from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
-from .json_walk import CLOSED_LEAF, LEAF_BEGINS, LEAF_ENDS, JsonWalk, arguments_trackers
+from .json_walk import BACK, MARK, JsonWalk, arguments_trackers
 from .mask_cache import BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, OPENED_CALL, MaskCache, MaskNode, mask_cache, single_token, write_token
 
 if TYPE_CHECKING:
@@ -170,11 +170,12 @@ class ToolCallConstraint:
         self._value_starts: list[MaskNode | None] = [None] * batch_size
         self._call_nodes: list[MaskNode | None] = [None] * batch_size  # where the row's open call began
         self._skeletons: list[MaskNode | None] = [None] * batch_size  # where the row's JSON skeleton stands
-        self._leaf_bases: list[MaskNode | None] = [None] * batch_size  # where its open leaf's text began
+        # Per row, the places its JSON skeleton keeps to come back to (JsonWalk.skeleton).
+        self._kept: list[tuple[MaskNode | None, ...]] = [()] * batch_size
         self._misses = [0] * batch_size  # cache misses since the last hit
         # Per row and token held (end tokens aside): the token, the tracker's
-        # snapshot and the five nodes before it, for rollback.
-        self._history: list[list[tuple[int, Any, tuple[MaskNode | None, ...]]]] = [[] for _ in range(batch_size)]
+        # snapshot and the row's places in the cache before it, for rollback.
+        self._history: list[list[tuple[int, Any, tuple[Any, ...]]]] = [[] for _ in range(batch_size)]
         # Per row, how many tokens it held when llguidance last computed its
         # mask (-1: never, with this matcher); see _roll_back_matcher.
         self._mask_at = [-1] * batch_size
@@ -297,7 +298,7 @@ class ToolCallConstraint:
         follower = tracker if tracker is not None else arguments
         node, start, call = self._nodes[row], self._value_starts[row], self._call_nodes[row]
         self._history[row].append((token, follower.snapshot() if follower is not None else None,
-                                   (node, start, call, self._skeletons[row], self._leaf_bases[row])))
+                                   (node, start, call, self._skeletons[row], self._kept[row])))
         mark = self._call_marks.get(token)
         if mark is not None:
             if follower is not None:
@@ -367,15 +368,17 @@ class ToolCallConstraint:
         if not walking or skeleton is None:  # the walk began in this token: the skeleton from here
             self._skeletons[row] = through = before.child(token)
             return through
-        for byte in walk.skeleton:
-            if byte == LEAF_BEGINS:
-                self._leaf_bases[row] = skeleton
-            elif byte == LEAF_ENDS:
-                base = self._leaf_bases[row]
-                assert base is not None
-                skeleton = base.child(BYTE_LABELS + CLOSED_LEAF)
+        for entry in walk.skeleton:
+            if entry < MARK:
+                skeleton = skeleton.child(BYTE_LABELS + entry)
+            elif entry < BACK:  # a place to come back to
+                kept = self._kept[row]
+                slot = entry - MARK
+                self._kept[row] = (*kept[:slot], *(None,) * (slot - len(kept)), skeleton, *kept[slot + 1 :])
             else:
-                skeleton = skeleton.child(BYTE_LABELS + byte)
+                back = self._kept[row][entry - BACK]
+                assert back is not None
+                skeleton = back
         self._skeletons[row] = skeleton
         if not walk.in_leaf:
             return skeleton.child(token)
@@ -433,7 +436,7 @@ class ToolCallConstraint:
                 self._roll_back_matcher(r, matched)
                 history = self._history[r]
                 _, snapshot, (self._nodes[r], self._value_starts[r], self._call_nodes[r], self._skeletons[r],
-                              self._leaf_bases[r]) = history[-matched]
+                              self._kept[r]) = history[-matched]
                 follower = self._trackers[r] if self._trackers is not None else \
                     self._arguments[r] if self._arguments is not None else None
                 if follower is not None:

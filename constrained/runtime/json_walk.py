@@ -67,14 +67,22 @@ def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
 
 INTEGER_STEPS, NUMBER_STEPS = _number_steps(False), _number_steps(True)
 
-STRING_STATE = 16
+STRING_STATE, KEY_STATE, EMPTY_KEY_STATE = 16, 17, 18
 """:attr:`JsonWalk.leaf_state` of a free string at a character boundary
-outside an escape (past the number automaton's states)."""
-FREE_STRING, FREE_NUMBER, CLOSED_LEAF, LEAF_BEGINS, LEAF_ENDS = range(5)
+outside an escape (past the number automaton's states), of a free key
+there, and of a free key with no text yet."""
+FREE_STRING, FREE_NUMBER, CLOSED_LEAF, FREE_KEY = range(4)
 """Bytes of :attr:`JsonWalk.skeleton` that no JSON text holds outside a
 string: a free string's text, a free number's, another leaf's once it is
-closed; and marks around such a leaf's text, which the skeleton holds
-while the leaf is open (:meth:`JsonWalk.feed`)."""
+closed, a free key's."""
+MARK, BACK = 256, 512
+"""Entries of :attr:`JsonWalk.skeleton` past every byte: ``MARK + slot``
+keeps the place the skeleton has reached in ``slot``, ``BACK + slot``
+returns to the place kept there. Slot 0 is the open leaf's text (kept
+where it begins, returned to when it is closed, then :data:`CLOSED_LEAF`);
+slot ``1 + depth`` an array's items at that depth (kept after the comma of
+the first item whose index no longer matters, returned to after each later
+comma)."""
 
 # What the walk expects next.
 _VALUE, _STRING, _NUMBER, _LITERAL, _AFTER, _KEY, _COLON, _DONE, _LOST = range(9)
@@ -94,10 +102,16 @@ class JsonWalk:
     (:data:`FREE_STRING` after a string's opening quote, :data:`FREE_NUMBER`):
     no mask depends on it. The text of another leaf of a known frame (a
     constrained string or number, an enum, a literal) is there while the
-    leaf is open, between :data:`LEAF_BEGINS` and :data:`LEAF_ENDS`, which
-    stand for that text once it is closed, as :data:`CLOSED_LEAF`: what
-    follows a leaf depends on its frame, not on its text. Two values whose
-    skeletons agree so far have the same masks wherever the walk says so.
+    leaf is open, and once it is closed the skeleton goes back to where it
+    began and stands for it as :data:`CLOSED_LEAF`: what follows a leaf
+    depends on its frame, not on its text. In an array whose items are not
+    counted (no ``maxItems``), past its first items (``prefixItems``,
+    ``minItems``) each comma brings the skeleton back to where the first
+    such comma left it: what follows does not depend on how many items came
+    before. So does each comma of a map (an object that declares no key,
+    every key's value of one frame, or any JSON object), whose keys are
+    free leaves too. Two values whose skeletons agree so far have the same masks
+    wherever the walk says so.
     Text of a value whose frame is not known (an option of a union two
     options may begin alike, an object that a key of a pattern holds) stays
     whole, and text the walk cannot follow (which the grammar would not
@@ -115,18 +129,19 @@ class JsonWalk:
         self._escape = 0  # in a string: 0, after a backslash 1, in \\u 2-5 (hex digits read + 2)
         self._need = 0  # UTF-8 continuation bytes the string's last character still needs
         self._key: bytes | None = None  # the key read so far, while a key string is open
+        self._empty = False  # the open string has no text yet
         self._number: int | None = None  # the open number's automaton state
         self._steps: dict[tuple[int, int], int] = NUMBER_STEPS
         self._literal = b""  # what the open true/false/null still needs
-        self.skeleton = b""
+        self.skeleton: list[int] = []
 
     def snapshot(self) -> tuple[object, ...]:
         return (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
-                self._key, self._number, self._steps, self._literal, self.skeleton)
+                self._key, self._empty, self._number, self._steps, self._literal, self.skeleton)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
         (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
-         self._key, self._number, self._steps, self._literal, self.skeleton) = snapshot  # type: ignore[assignment]
+         self._key, self._empty, self._number, self._steps, self._literal, self.skeleton) = snapshot  # type: ignore[assignment]
 
     @property
     def in_leaf(self) -> bool:
@@ -139,28 +154,31 @@ class JsonWalk:
         if self._mode == _NUMBER:
             return self._number
         if self._mode == _STRING and self._escape == 0 and self._need == 0:
-            return STRING_STATE
+            if self._key is None:
+                return STRING_STATE
+            return EMPTY_KEY_STATE if self._empty else KEY_STATE
         return None
 
     def feed(self, data: bytes, token: int | None = None) -> None:
         """Advance past ``data`` (the bytes of ``token``, when it is given)."""
         if token is not None and self._mode == _STRING and self._free and self._escape == 0 and self._need == 0 \
                 and self._plain[token]:
-            self.skeleton = b""  # text inside a free string: the common step
+            self.skeleton = []  # text inside a free string: the common step
+            self._empty = False
             return
-        out = bytearray()
+        out: list[int] = []
         for byte in data:
             self._step(byte, out)
-        self.skeleton = bytes(out)
+        self.skeleton = out
 
-    def _step(self, byte: int, out: bytearray) -> None:
+    def _step(self, byte: int, out: list[int]) -> None:
         """Advance one byte, writing what the skeleton keeps of it to ``out``."""
         mode = self._mode
         if mode == _STRING:
             closable = self._closable
             if self._string_byte(byte):
                 if closable:
-                    out.append(LEAF_ENDS)
+                    out += (BACK, CLOSED_LEAF)
                 out.append(byte)
             elif not self._free:
                 out.append(byte)
@@ -169,7 +187,7 @@ class JsonWalk:
             state = self._steps.get((self._number, byte))  # type: ignore[arg-type]
             if state is None:
                 if self._closable:
-                    out.append(LEAF_ENDS)
+                    out += (BACK, CLOSED_LEAF)
                 self._end_value()
                 self._step(byte, out)  # the byte after the number
                 return
@@ -188,13 +206,16 @@ class JsonWalk:
             self._literal = self._literal[1:]
             if not self._literal:
                 if self._closable:
-                    out.append(LEAF_ENDS)
+                    out += (BACK, CLOSED_LEAF)
                 self._end_value()
         elif byte in _SPACE and mode in (_VALUE, _AFTER, _KEY, _COLON):
             return
         elif mode == _KEY:
             if byte == ord('"'):
-                self._mode, self._key, self._escape, self._need, self._free = _STRING, b"", 0, 0, False
+                self._mode, self._key, self._escape, self._need, self._empty = _STRING, b"", 0, 0, True
+                self._free = _is_map(self._stack[-1][0])
+                if self._free:
+                    out.append(FREE_KEY)
             elif byte == ord("}") and self._stack and self._stack[-1][2] == 0:
                 self._close_container()
             else:
@@ -211,9 +232,13 @@ class JsonWalk:
             if byte == ord(","):
                 if is_object:
                     self._mode = _KEY
+                    uncounted = 1 if _is_map(frame) else None
                 else:
                     self._stack = (*self._stack[:-1], (frame, False, count + 1))
                     self._mode, self._frame = _VALUE, self._item(frame, count + 1)
+                    count, uncounted = count + 1, _uncounted_from(frame)
+                if uncounted is not None and count >= uncounted:  # the count no longer matters
+                    out.append((MARK if count == uncounted else BACK) + len(self._stack))
             elif byte == (ord("}") if is_object else ord("]")):
                 self._close_container()
             else:
@@ -221,7 +246,7 @@ class JsonWalk:
         elif mode == _DONE:
             self._mode = _LOST
 
-    def _open_value(self, byte: int, out: bytearray) -> None:
+    def _open_value(self, byte: int, out: list[int]) -> None:
         frame = self._option(self._frame, byte)
         self._free = self._closable = False
         if byte == ord('"'):
@@ -231,8 +256,7 @@ class JsonWalk:
                 and not frame.patterns and frame.format is None
             )
             self._closable = not self._free and frame is not None
-            out += bytes((byte, FREE_STRING)) if self._free else bytes((byte, LEAF_BEGINS)) if self._closable \
-                else bytes((byte,))
+            out += (byte, FREE_STRING) if self._free else (byte, MARK) if self._closable else (byte,)
             return
         if byte in _DIGITS:
             steps = _free_number_steps(frame)
@@ -244,11 +268,10 @@ class JsonWalk:
                 self._mode, self._free = _LOST, False
                 out.append(byte)
             else:
-                out += bytes((FREE_NUMBER,)) if self._free else bytes((LEAF_BEGINS, byte)) if self._closable \
-                    else bytes((byte,))
+                out += (FREE_NUMBER,) if self._free else (MARK, byte) if self._closable else (byte,)
             return
         if byte in _LITERALS and frame is not None:
-            out.append(LEAF_BEGINS)
+            out.append(MARK)
             self._closable = True
         out.append(byte)
         if byte == ord("{"):
@@ -269,6 +292,7 @@ class JsonWalk:
         escape = self._escape
         if self._key is not None:
             self._key += bytes((byte,))
+        self._empty = False
         if escape == 1:
             self._escape = 2 if byte == ord("u") else 0
         elif escape:
@@ -415,6 +439,25 @@ def arguments_trackers(compiled: CompiledTools, count: int) -> list[ArgumentsTra
     open_id = tok.token_id(dialect.call_open)
     assert open_id is not None
     return [ArgumentsTracker(opening, open_id, tok.token_table[0], walks) for _ in range(count)]
+
+
+def _is_map(frame: Frame | None) -> bool:
+    """Whether an object of ``frame`` is a map: its keys free leaves (any
+    key, the same frame for every value)."""
+    return isinstance(frame, FreeFrame) or (
+        isinstance(frame, ObjectFrame) and not frame.properties and not frame.pattern_properties
+        and not frame.forbidden and frame.additional is not None
+    )
+
+
+def _uncounted_from(frame: Frame | None) -> int | None:
+    """From which item index on an array of ``frame`` no longer counts its
+    items (the grammar stands in one place after each comma), or None."""
+    if isinstance(frame, FreeFrame):
+        return 1
+    if isinstance(frame, ArrayFrame) and frame.max_items is None and frame.items is not None:
+        return max(len(frame.prefix_items), frame.min_items, 1)
+    return None
 
 
 def _free_number_steps(frame: Frame | None) -> dict[tuple[int, int], int] | None:
