@@ -159,9 +159,9 @@ class ToolCallConstraint:
         # apply keeps just that logit), else None.
         self._single: list[int | None] = [None] * batch_size
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
-        self._trackers = frame_trackers(compiled, batch_size)
         self._cache: MaskCache | None = mask_cache(compiled) if cache_masks else None
-        self._arguments = arguments_trackers(compiled, batch_size) \
+        self._trackers = frame_trackers(compiled, batch_size, self._cache.walks if self._cache is not None else None)
+        self._arguments = arguments_trackers(compiled, batch_size, self._cache.walks) \
             if self._trackers is None and self._cache is not None else None
         self._call_marks = _call_marks(compiled) if self._cache is not None else {}
         # Per row: where its history stands in the mask cache (None: not
@@ -370,7 +370,7 @@ class ToolCallConstraint:
             return through
         for entry in walk.skeleton:
             if entry < MARK:
-                skeleton = skeleton.child(BYTE_LABELS + entry)
+                skeleton = skeleton.children.get(BYTE_LABELS + entry) or skeleton.child(BYTE_LABELS + entry)
             elif entry < BACK:  # a place to come back to
                 kept = self._kept[row]
                 slot = entry - MARK

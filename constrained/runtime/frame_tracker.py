@@ -19,8 +19,7 @@ from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
 from ..frames.model import IntegerFrame, NumberFrame
-from ..grammar.syntax import JsonSyntax
-from .json_walk import INTEGER_STEPS, NUMBER_STEPS, JsonWalk, member_frame, plain_tokens
+from .json_walk import INTEGER_STEPS, NUMBER_STEPS, JsonWalk, WalkMemo, json_values, member_frame
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
 
 if TYPE_CHECKING:
@@ -332,9 +331,10 @@ class FrameTracker:
                 self._need -= 1
 
 
-def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | None:
+def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = None) -> list[FrameTracker] | None:
     """One tracker per sequence for ``compiled``, or ``None`` when its
-    dialect has no raw-text values."""
+    dialect has no raw-text values; with ``memo`` (the tool set's), they
+    walk its JSON values (:mod:`.json_walk`)."""
     tok = compiled.tokenizer
     dialect = get_dialect(compiled.dialect)
     syntax = dialect.raw_text_syntax(Markers(tok))
@@ -365,13 +365,12 @@ def frame_trackers(compiled: CompiledTools, count: int) -> list[FrameTracker] | 
             return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
         return None
 
-    values = dialect.values_syntax(Markers(tok))
-    plain = plain_tokens(tok) if isinstance(values, JsonSyntax) and values.excluded_text is None else None
+    walks = memo if memo is not None and json_values(compiled) else None
 
     def json_walk(tool: str, key: str) -> JsonWalk | None:
         """A walk through ``key``'s JSON value, where its frame is known."""
-        member = member_frame(objects[tool][0], key) if plain is not None and not values_decide(tool) else None
-        return None if member is None or plain is None else JsonWalk(member, tools[tool].schema.definitions, plain)
+        member = member_frame(objects[tool][0], key) if walks is not None and not values_decide(tool) else None
+        return None if member is None or walks is None else JsonWalk(member, tools[tool].schema.definitions, walks)
 
     guard_sets: dict[str, ValueGuards | None] = {}
 

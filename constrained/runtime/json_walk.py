@@ -20,9 +20,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..dialects import get_dialect
 from ..dialects.base import Markers
@@ -44,7 +42,6 @@ from ..grammar.syntax import JsonSyntax
 
 if TYPE_CHECKING:
     from ..compiler import CompiledTools
-    from ..tokenizers import Tokenizer
 
 
 def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
@@ -91,6 +88,39 @@ _DIGITS = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): b"rue", ord("f"): b"alse", ord("n"): b"ull"}
 
 
+_MEMO_STEPS = 1 << 16
+"""The most steps a :class:`WalkMemo` keeps."""
+
+
+class WalkMemo:
+    """What the JSON walks of one tool set learn, shared by its requests:
+    a number for each frame they met (a walk's state holds numbers, cheap
+    to compare), and each step: from a state, by a token, to a state and a
+    skeleton. A step is one lookup once it is known."""
+
+    def __init__(self) -> None:
+        self._frames: list[Frame] = []
+        self._numbers: dict[int, int] = {}  # by id(frame): the frames are kept, so their ids stay theirs
+        self.steps: dict[tuple[tuple[Any, ...], int], tuple[tuple[Any, ...], tuple[int, ...]]] = {}
+        self._lock = threading.Lock()
+
+    def number(self, frame: Frame | None) -> int:
+        """``frame``'s number (-1 for None: not known)."""
+        if frame is None:
+            return -1
+        number = self._numbers.get(id(frame))
+        if number is None:
+            with self._lock:
+                number = self._numbers.get(id(frame))
+                if number is None:
+                    self._frames.append(frame)
+                    number = self._numbers[id(frame)] = len(self._frames) - 1
+        return number
+
+    def frame(self, number: int) -> Frame | None:
+        return self._frames[number] if number >= 0 else None
+
+
 class JsonWalk:
     """Follows the bytes of one JSON value of ``frame`` (``None``: not
     known, so nothing in it is free).
@@ -117,59 +147,68 @@ class JsonWalk:
     whole, and text the walk cannot follow (which the grammar would not
     accept) too."""
 
-    def __init__(self, frame: Frame | None, definitions: Mapping[str, Frame], plain: np.ndarray) -> None:
+    def __init__(self, frame: Frame | None, definitions: Mapping[str, Frame], memo: WalkMemo) -> None:
         self._definitions = definitions
-        self._plain = plain
-        self._mode = _VALUE
-        self._frame: Frame | None = frame  # the frame of the value expected (_VALUE) or open
-        # The open containers, innermost last: (frame, is an object, members or items so far).
-        self._stack: tuple[tuple[Frame | None, bool, int], ...] = ()
-        self._free = False  # the open string or number is a free leaf
-        self._closable = False  # the open leaf's text is left out of the skeleton once it is closed
-        self._escape = 0  # in a string: 0, after a backslash 1, in \\u 2-5 (hex digits read + 2)
-        self._need = 0  # UTF-8 continuation bytes the string's last character still needs
-        self._key: bytes | None = None  # the key read so far, while a key string is open
-        self._empty = False  # the open string has no text yet
-        self._number: int | None = None  # the open number's automaton state
-        self._steps: dict[tuple[int, int], int] = NUMBER_STEPS
-        self._literal = b""  # what the open true/false/null still needs
-        self.skeleton: list[int] = []
+        self._memo = memo
+        # Where the walk stands, as one tuple (the key of the memo's steps):
+        # (what it expects, the frame of the value expected or open, the open
+        # containers innermost last as (frame, is an object, members or items
+        # so far: capped where the count no longer matters), the open string
+        # or number is free, its text is left out once it is closed, a
+        # string's escape (0, after a backslash 1, in \\u 2-5: hex digits
+        # read + 2), the UTF-8 continuation bytes its last character still
+        # needs, the key read so far (while a key is open; a free key's text
+        # is not kept), the string has no text yet, the number's state in
+        # its automaton, the number is an integer, what the open literal
+        # still needs). Frames are the memo's numbers for them (-1: not known).
+        self._state: tuple[Any, ...] = (_VALUE, memo.number(frame), (), False, False, 0, 0, None, False, None,
+                                        False, b"")
+        self.skeleton: tuple[int, ...] = ()
 
     def snapshot(self) -> tuple[object, ...]:
-        return (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
-                self._key, self._empty, self._number, self._steps, self._literal, self.skeleton)
+        return self._state, self.skeleton
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
-        (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
-         self._key, self._empty, self._number, self._steps, self._literal, self.skeleton) = snapshot  # type: ignore[assignment]
+        self._state, self.skeleton = snapshot  # type: ignore[assignment]
 
     @property
     def in_leaf(self) -> bool:
-        return self._free and self._mode in (_STRING, _NUMBER)
+        state = self._state
+        return bool(state[3]) and state[0] in (_STRING, _NUMBER)
 
     @property
     def leaf_state(self) -> int | None:
-        if not self._free:
+        mode, _, _, free, _, escape, need, key, empty, number = self._state[:10]
+        if not free:
             return None
-        if self._mode == _NUMBER:
-            return self._number
-        if self._mode == _STRING and self._escape == 0 and self._need == 0:
-            if self._key is None:
+        if mode == _NUMBER:
+            return number  # type: ignore[no-any-return]
+        if mode == _STRING and escape == 0 and need == 0:
+            if key is None:
                 return STRING_STATE
-            return EMPTY_KEY_STATE if self._empty else KEY_STATE
+            return EMPTY_KEY_STATE if empty else KEY_STATE
         return None
 
     def feed(self, data: bytes, token: int | None = None) -> None:
-        """Advance past ``data`` (the bytes of ``token``, when it is given)."""
-        if token is not None and self._mode == _STRING and self._free and self._escape == 0 and self._need == 0 \
-                and self._plain[token]:
-            self.skeleton = []  # text inside a free string: the common step
-            self._empty = False
-            return
+        """Advance past ``data`` (the bytes of ``token``, when it is given:
+        then the step is looked up in the memo, and kept there)."""
+        steps = self._memo.steps
+        before = self._state
+        if token is not None:
+            known = steps.get((before, token))
+            if known is not None:
+                self._state, self.skeleton = known
+                return
+        (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need, self._key,
+         self._empty, self._number, self._integer, self._literal) = before
         out: list[int] = []
         for byte in data:
             self._step(byte, out)
-        self.skeleton = out
+        self._state = (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
+                       self._key, self._empty, self._number, self._integer, self._literal)
+        self.skeleton = tuple(out)
+        if token is not None and len(steps) < _MEMO_STEPS:
+            steps[before, token] = self._state, self.skeleton
 
     def _step(self, byte: int, out: list[int]) -> None:
         """Advance one byte, writing what the skeleton keeps of it to ``out``."""
@@ -184,7 +223,7 @@ class JsonWalk:
                 out.append(byte)
             return
         if mode == _NUMBER:
-            state = self._steps.get((self._number, byte))  # type: ignore[arg-type]
+            state = (INTEGER_STEPS if self._integer else NUMBER_STEPS).get((self._number, byte))  # type: ignore[arg-type]
             if state is None:
                 if self._closable:
                     out += (BACK, CLOSED_LEAF)
@@ -213,7 +252,7 @@ class JsonWalk:
         elif mode == _KEY:
             if byte == ord('"'):
                 self._mode, self._key, self._escape, self._need, self._empty = _STRING, b"", 0, 0, True
-                self._free = _is_map(self._stack[-1][0])
+                self._free = _is_map(self._memo.frame(self._stack[-1][0]))
                 if self._free:
                     out.append(FREE_KEY)
             elif byte == ord("}") and self._stack and self._stack[-1][2] == 0:
@@ -225,18 +264,22 @@ class JsonWalk:
                 self._mode = _LOST
                 return
             frame, _, count = self._stack[-1]
-            self._stack = (*self._stack[:-1], (frame, True, count + 1))
-            self._mode, self._frame = _VALUE, self._member(frame, self._key or b"")
+            self._stack = (*self._stack[:-1], (frame, True, min(count + 1, 2)))
+            self._mode = _VALUE
+            self._frame = self._memo.number(self._member(self._memo.frame(frame), self._key or b""))
         elif mode == _AFTER:
-            frame, is_object, count = self._stack[-1]
+            number, is_object, count = self._stack[-1]
+            frame = self._memo.frame(number)
             if byte == ord(","):
                 if is_object:
                     self._mode = _KEY
                     uncounted = 1 if _is_map(frame) else None
                 else:
-                    self._stack = (*self._stack[:-1], (frame, False, count + 1))
-                    self._mode, self._frame = _VALUE, self._item(frame, count + 1)
-                    count, uncounted = count + 1, _uncounted_from(frame)
+                    uncounted = _uncounted_from(frame)
+                    self._mode, self._frame = _VALUE, self._memo.number(self._item(frame, count + 1))
+                    count += 1
+                    kept = count if uncounted is None else min(count, uncounted + 1)
+                    self._stack = (*self._stack[:-1], (number, False, kept))
                 if uncounted is not None and count >= uncounted:  # the count no longer matters
                     out.append((MARK if count == uncounted else BACK) + len(self._stack))
             elif byte == (ord("}") if is_object else ord("]")):
@@ -247,7 +290,7 @@ class JsonWalk:
             self._mode = _LOST
 
     def _open_value(self, byte: int, out: list[int]) -> None:
-        frame = self._option(self._frame, byte)
+        frame = self._option(self._memo.frame(self._frame), byte)
         self._free = self._closable = False
         if byte == ord('"'):
             self._mode, self._escape, self._need, self._key = _STRING, 0, 0, None
@@ -262,8 +305,8 @@ class JsonWalk:
             steps = _free_number_steps(frame)
             self._free = steps is not None
             self._closable = not self._free and frame is not None
-            self._steps = steps if steps is not None else NUMBER_STEPS
-            self._mode, self._number = _NUMBER, self._steps.get((0, byte))
+            self._integer = steps is INTEGER_STEPS
+            self._mode, self._number = _NUMBER, (steps or NUMBER_STEPS).get((0, byte))
             if self._number is None:
                 self._mode, self._free = _LOST, False
                 out.append(byte)
@@ -275,11 +318,11 @@ class JsonWalk:
             self._closable = True
         out.append(byte)
         if byte == ord("{"):
-            self._stack = (*self._stack, (frame, True, 0))
+            self._stack = (*self._stack, (self._memo.number(frame), True, 0))
             self._mode = _KEY
         elif byte == ord("["):
-            self._stack = (*self._stack, (frame, False, 0))
-            self._mode, self._frame = _VALUE, self._item(frame, 0)
+            self._stack = (*self._stack, (self._memo.number(frame), False, 0))
+            self._mode, self._frame = _VALUE, self._memo.number(self._item(frame, 0))
         elif byte in _LITERALS:
             self._mode, self._literal = _LITERAL, _LITERALS[byte]
         elif byte == ord("]") and self._stack and not self._stack[-1][1] and self._stack[-1][2] == 0:
@@ -290,7 +333,7 @@ class JsonWalk:
     def _string_byte(self, byte: int) -> bool:
         """Advance one byte of a string; whether it closed the string."""
         escape = self._escape
-        if self._key is not None:
+        if self._key is not None and not self._free:
             self._key += bytes((byte,))
         self._empty = False
         if escape == 1:
@@ -403,38 +446,39 @@ class ArgumentsTracker:
             return
         if self._markup is None:
             return
-        for position in range(len(data)):
-            markup = self._markup + data[: position + 1]
-            match = self._opening.fullmatch(markup)
-            if match is not None:
-                self._markup = None
-                self._walk = self._walks(json.loads(match.group("tool")))
-                if self._walk is not None:
-                    self._walk.feed(data[position + 1 :])
-                return
-        self._markup += data
-        if len(self._markup) > self._MARKUP_LIMIT:
-            self._markup = None
+        markup = self._markup + data
+        match = self._opening.match(markup)  # the opening, where the markup has it whole
+        if match is None:
+            self._markup = markup if len(markup) <= self._MARKUP_LIMIT else None
+            return
+        self._markup = None
+        self._walk = self._walks(json.loads(match.group("tool")))
+        if self._walk is not None:
+            self._walk.feed(markup[match.end() :])
 
 
-def arguments_trackers(compiled: CompiledTools, count: int) -> list[ArgumentsTracker] | None:
+def json_values(compiled: CompiledTools) -> bool:
+    """Whether ``compiled``'s dialect writes JSON values that keep no text
+    out of their strings (whose free leaves are llguidance's plain ones)."""
+    syntax = get_dialect(compiled.dialect).values_syntax(Markers(compiled.tokenizer))
+    return isinstance(syntax, JsonSyntax) and syntax.excluded_text is None
+
+
+def arguments_trackers(compiled: CompiledTools, count: int, memo: WalkMemo) -> list[ArgumentsTracker] | None:
     """One tracker per sequence for ``compiled``, or None when its dialect
     does not write its arguments as one JSON value (or writes its call
     opening as text, or its JSON strings keep text out)."""
     tok = compiled.tokenizer
     dialect = get_dialect(compiled.dialect)
-    markers = Markers(tok)
     opening = dialect.arguments_opening
-    syntax = dialect.values_syntax(markers)
-    if opening is None or not markers.is_token(dialect.call_open) or not compiled.tools \
-            or not isinstance(syntax, JsonSyntax) or syntax.excluded_text is not None:
+    if opening is None or not Markers(tok).is_token(dialect.call_open) or not compiled.tools \
+            or not json_values(compiled):
         return None
-    plain = plain_tokens(tok)
     tools = {tool.name: tool for tool in compiled.tools}
 
     def walks(name: str) -> JsonWalk | None:
         tool = tools.get(name)
-        return None if tool is None else JsonWalk(tool.root, tool.schema.definitions, plain)
+        return None if tool is None else JsonWalk(tool.root, tool.schema.definitions, memo)
 
     open_id = tok.token_id(dialect.call_open)
     assert open_id is not None
@@ -485,26 +529,3 @@ def _begins(frame: Frame, byte: int) -> bool:
 
 def _begins_value(value: object, byte: int) -> bool:
     return json.dumps(value).encode()[:1] == bytes((byte,))
-
-
-_plain_tables: dict[str, np.ndarray] = {}
-_plain_lock = threading.Lock()
-
-
-def plain_tokens(tok: Tokenizer) -> np.ndarray:
-    """Per token of ``tok``: whether its bytes are whole characters of a
-    JSON string's text with no quote, backslash or control character (inside
-    a free string such a token changes nothing). Built once per vocabulary."""
-    with _plain_lock:
-        table = _plain_tables.get(tok.fingerprint)
-        if table is None:
-            table = np.zeros(tok.vocab_size, dtype=bool)
-            for token, data in enumerate(tok.token_table[0][: tok.vocab_size]):
-                if data and not tok.is_special(token) and b'"' not in data and b"\\" not in data and min(data) >= 0x20:
-                    try:
-                        data.decode("utf-8")
-                    except UnicodeDecodeError:
-                        continue
-                    table[token] = True
-            _plain_tables[tok.fingerprint] = table
-        return table

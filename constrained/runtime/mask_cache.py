@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .json_walk import WalkMemo
+
 if TYPE_CHECKING:
     import torch
 
@@ -107,6 +109,8 @@ class MaskCache:
         self.hits = 0
         self.misses = 0
         self._labels: dict[Hashable, int] = {}
+        self.walks = WalkMemo()
+        """What the JSON walks of the tool set's requests learned (kept when the masks start over)."""
         self._lock = threading.Lock()
 
     def label(self, name: Hashable) -> int:
