@@ -239,12 +239,14 @@ def test_masks_after_typed_values_are_shared_and_equal_llguidance(dialect):
     assert member_closings(compiled)
 
 
-def steps_from_llguidance(compiled, call: dict) -> list[int]:
-    """For each token of ``call`` (rendered), whether llguidance computed its
-    mask (1) or the cache, a precomputed row or a forced run gave it (0);
-    every mask is checked against a fresh llguidance matcher."""
+def steps_from_llguidance(compiled, call: dict | list[dict]) -> list[int]:
+    """For each token of ``call`` (rendered; or of several calls), whether
+    llguidance computed its mask (1) or the cache, a precomputed row or a
+    forced run gave it (0); every mask is checked against a fresh llguidance
+    matcher."""
     tok = compiled.tokenizer
-    ids = tok.encode(render_tool_calls([call], compiled.tools, compiled.dialect, key_order="schema"))
+    calls = call if isinstance(call, list) else [call]
+    ids = tok.encode(render_tool_calls(calls, compiled.tools, compiled.dialect, key_order="schema"))
     constraint, reference = ToolCallConstraint(compiled), compiled.matcher()
     constraint.prepare(torch.zeros(1, tok.vocab_size))
     words = np.zeros((tok.vocab_size + 31) // 32, dtype=np.uint32)
@@ -278,6 +280,22 @@ def test_a_call_with_other_typed_values_finds_the_markup_after_each_value_cached
                                        key_order="schema"))
     asked = [tok.decode(ids[: index]).rsplit("\n", 2)[-2:] for index, flag in enumerate(computed) if flag]
     assert asked and all(line[0].startswith("<parameter=") for line in asked), asked
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4", "hermes"])
+def test_every_call_of_an_output_meets_the_masks_of_the_tool_s_first_call(dialect):
+    """After a call's opening token the grammar stands where it stands in
+    every call, and after its closing token where it stands after every
+    call: a second output that calls the same tools in the other order is
+    masked from the cache up to the values' text, every mask llguidance's."""
+    compiled = compile_tools([WEATHER, TIME], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    weather_call = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+    time_call = {"name": "get_time", "arguments": {"zone": "UTC"}}
+    first = steps_from_llguidance(compiled, [weather_call, time_call])
+    second = steps_from_llguidance(compiled, [time_call, weather_call])
+    assert sum(second) <= 1 < sum(first), (sum(first), sum(second))
 
 
 SCULPTURE = [

@@ -88,8 +88,8 @@ _DIGITS = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): b"rue", ord("f"): b"alse", ord("n"): b"ull"}
 
 
-_MEMO_STEPS = 1 << 16
-"""The most steps a :class:`WalkMemo` keeps."""
+_MEMO_STEPS = 1 << 13
+"""The most steps a :class:`WalkMemo` keeps (a few hundred bytes each)."""
 
 
 class WalkMemo:

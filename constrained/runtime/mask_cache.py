@@ -8,7 +8,7 @@ masks in a trie of token ids, one per :class:`~constrained.compiler.CompiledTool
 shared by every constraint and every request made from it: the second call
 of a tool set walks the markup its first call already masked.
 
-One abstraction keeps histories shareable across argument values. In a
+Abstractions keep histories shareable across argument values. In a
 raw-value dialect (the values the frame tracker follows), a top-level value
 leaves no trace once its closing is complete when what follows it cannot
 depend on its text: a value of any text (whose masks are precomputed rows),
@@ -17,9 +17,16 @@ one object, so no value picks among parameter sets. The grammar is then past
 the value, and what comes next depends on the closing token, not on the
 text. Such a value is one edge, labelled by its closing token, from the node
 where it opened; a typed value's own masks hang off that node, keyed by its
-tokens. Nothing else is abstracted; the fuzzer compares every cached mask
-with a plain llguidance matcher (``--crosscheck``), and the tests do so in
-every dialect, for values that pick a parameter set too.
+tokens. A call's opening and closing tokens lead to one node each from the
+root, whichever call and tool (the grammar stands in one place after each).
+Inside JSON (hermes arguments, JSON values of the raw-value dialects) the
+nodes follow the value's skeleton byte by byte, from where it began: its
+text less that of its free leaves (strings and numbers no keyword
+constrains), of closed leaves, and of array items and map members whose
+count no longer matters (:mod:`.json_walk`). Nothing else is abstracted;
+the fuzzer compares every cached mask with a plain llguidance matcher
+(``--crosscheck``), and the tests do so in every dialect, for values that
+pick a parameter set too.
 
 Most masks at structural points are one forced token (llguidance allows only
 the canonical tokenization of bytes the grammar forces); those are kept as
