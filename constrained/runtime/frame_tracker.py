@@ -183,7 +183,7 @@ class FrameTracker:
             self._number_steps = self._number = self._member = self._walk = None
             return
         if token == self._close_call_id:
-            self._state = _OUTSIDE
+            self._state, self._walk = _OUTSIDE, None
             return
         if self._state in (_OUTSIDE, _LOST):
             return

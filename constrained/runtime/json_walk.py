@@ -1,17 +1,17 @@
 """Where JSON text stands inside a value of known frames, so the mask cache
-can key a free leaf by its state instead of its text.
+can key the text by what the masks depend on.
 
 A *free leaf* is a string whose frame sets no length, pattern or format, a
-number whose frame sets no bound or step, or any string or number inside a
-value of any JSON: llguidance's lexer stands in the same place after ``"ab``
-as after ``"xyz``, after ``12`` as after ``345``, so the masks inside such a
-leaf, and those after it, do not depend on its text. :class:`JsonWalk`
-follows the bytes of one JSON value through its frames (as ``json.dumps``
-writes it; a key picks its member's frame, a union's option is the one its
-first byte allows) and says when the text stands in a free leaf, and in
-which state: a string at a character boundary outside an escape, a number
-by the state of its automaton. Keys, enums and constrained leaves are never
-free: their text decides what follows.
+number whose frame sets no bound or step, the key of a map, or any string
+or number inside a value of any JSON: llguidance's lexer stands in the same
+place after ``"ab`` as after ``"xyz``, after ``12`` as after ``345``, so
+the masks inside such a leaf, and those after it, do not depend on its
+text. Other leaves (enums, constrained strings and numbers, literals) are
+followed by their text while open, and once closed by their place alone.
+:class:`JsonWalk` follows the bytes of one JSON value through its frames (as
+``json.dumps`` writes it; a declared key picks its member's frame, a
+union's option is the one its first byte allows) and gives the value's
+*skeleton*: its text as the masks see it (:attr:`JsonWalk.skeleton`).
 """
 
 from __future__ import annotations
@@ -77,9 +77,9 @@ MARK, BACK = 256, 512
 keeps the place the skeleton has reached in ``slot``, ``BACK + slot``
 returns to the place kept there. Slot 0 is the open leaf's text (kept
 where it begins, returned to when it is closed, then :data:`CLOSED_LEAF`);
-slot ``1 + depth`` an array's items at that depth (kept after the comma of
-the first item whose index no longer matters, returned to after each later
-comma)."""
+slot ``1 + depth`` the items of an array, or the members of a map, at that
+depth (kept after the comma of the first one whose index no longer matters,
+returned to after each later comma)."""
 
 # What the walk expects next.
 _VALUE, _STRING, _NUMBER, _LITERAL, _AFTER, _KEY, _COLON, _DONE, _LOST = range(9)
@@ -94,31 +94,34 @@ _MEMO_STEPS = 1 << 13
 
 class WalkMemo:
     """What the JSON walks of one tool set learn, shared by its requests:
-    a number for each frame they met (a walk's state holds numbers, cheap
-    to compare), and each step: from a state, by a token, to a state and a
-    skeleton. A step is one lookup once it is known."""
+    a number for each frame they met, with the definitions its references
+    name (a walk's state holds numbers, cheap to compare), and each step:
+    from a state, by a token, to a state and a skeleton. A step is one
+    lookup once it is known."""
 
     def __init__(self) -> None:
-        self._frames: list[Frame] = []
-        self._numbers: dict[int, int] = {}  # by id(frame): the frames are kept, so their ids stay theirs
+        self._frames: list[tuple[Frame, Mapping[str, Frame]]] = []
+        # By the ids of the frame and its definitions: both are kept, so the ids stay theirs.
+        self._numbers: dict[tuple[int, int], int] = {}
         self.steps: dict[tuple[tuple[Any, ...], int], tuple[tuple[Any, ...], tuple[int, ...]]] = {}
         self._lock = threading.Lock()
 
-    def number(self, frame: Frame | None) -> int:
-        """``frame``'s number (-1 for None: not known)."""
+    def number(self, frame: Frame | None, definitions: Mapping[str, Frame]) -> int:
+        """``frame``'s number, read with ``definitions`` (-1 for None: not known)."""
         if frame is None:
             return -1
-        number = self._numbers.get(id(frame))
+        key = (id(frame), id(definitions))
+        number = self._numbers.get(key)
         if number is None:
             with self._lock:
-                number = self._numbers.get(id(frame))
+                number = self._numbers.get(key)
                 if number is None:
-                    self._frames.append(frame)
-                    number = self._numbers[id(frame)] = len(self._frames) - 1
+                    self._frames.append((frame, definitions))
+                    number = self._numbers[key] = len(self._frames) - 1
         return number
 
     def frame(self, number: int) -> Frame | None:
-        return self._frames[number] if number >= 0 else None
+        return self._frames[number][0] if number >= 0 else None
 
 
 class JsonWalk:
@@ -161,7 +164,7 @@ class JsonWalk:
         # is not kept), the string has no text yet, the number's state in
         # its automaton, the number is an integer, what the open literal
         # still needs). Frames are the memo's numbers for them (-1: not known).
-        self._state: tuple[Any, ...] = (_VALUE, memo.number(frame), (), False, False, 0, 0, None, False, None,
+        self._state: tuple[Any, ...] = (_VALUE, memo.number(frame, definitions), (), False, False, 0, 0, None, False, None,
                                         False, b"")
         self.skeleton: tuple[int, ...] = ()
 
@@ -266,7 +269,7 @@ class JsonWalk:
             frame, _, count = self._stack[-1]
             self._stack = (*self._stack[:-1], (frame, True, min(count + 1, 2)))
             self._mode = _VALUE
-            self._frame = self._memo.number(self._member(self._memo.frame(frame), self._key or b""))
+            self._frame = self._number_of(self._member(self._memo.frame(frame), self._key or b""))
         elif mode == _AFTER:
             number, is_object, count = self._stack[-1]
             frame = self._memo.frame(number)
@@ -276,7 +279,7 @@ class JsonWalk:
                     uncounted = 1 if _is_map(frame) else None
                 else:
                     uncounted = _uncounted_from(frame)
-                    self._mode, self._frame = _VALUE, self._memo.number(self._item(frame, count + 1))
+                    self._mode, self._frame = _VALUE, self._number_of(self._item(frame, count + 1))
                     count += 1
                     kept = count if uncounted is None else min(count, uncounted + 1)
                     self._stack = (*self._stack[:-1], (number, False, kept))
@@ -318,11 +321,11 @@ class JsonWalk:
             self._closable = True
         out.append(byte)
         if byte == ord("{"):
-            self._stack = (*self._stack, (self._memo.number(frame), True, 0))
+            self._stack = (*self._stack, (self._number_of(frame), True, 0))
             self._mode = _KEY
         elif byte == ord("["):
-            self._stack = (*self._stack, (self._memo.number(frame), False, 0))
-            self._mode, self._frame = _VALUE, self._memo.number(self._item(frame, 0))
+            self._stack = (*self._stack, (self._number_of(frame), False, 0))
+            self._mode, self._frame = _VALUE, self._number_of(self._item(frame, 0))
         elif byte in _LITERALS:
             self._mode, self._literal = _LITERAL, _LITERALS[byte]
         elif byte == ord("]") and self._stack and not self._stack[-1][1] and self._stack[-1][2] == 0:
@@ -364,6 +367,9 @@ class JsonWalk:
     def _close_container(self) -> None:
         self._stack = self._stack[:-1]
         self._end_value()
+
+    def _number_of(self, frame: Frame | None) -> int:
+        return self._memo.number(frame, self._definitions)
 
     def _resolve(self, frame: Frame | None) -> Frame | None:
         return None if frame is None else resolve_frame(frame, self._definitions)

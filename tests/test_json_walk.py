@@ -1,0 +1,104 @@
+"""The JSON walk's skeletons (``constrained.runtime.json_walk``): two values
+meet the same masks exactly when their skeletons lead to the same place,
+so what the walk leaves out, and what it keeps, is checked here on the
+walk alone (``tests/test_fuzz.py`` checks the masks against llguidance)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from constrained.frames.toolset import normalize_tools
+from constrained.runtime.json_walk import BACK, MARK, JsonWalk, WalkMemo
+
+
+def new_walk(parameters: dict) -> JsonWalk:
+    tool = normalize_tools([{"type": "function", "function": {"name": "t", "parameters": parameters}}])[0]
+    return JsonWalk(tool.root, tool.schema.definitions, WalkMemo())
+
+
+def walk_place(parameters: dict, text: str, cuts: int = 0, seed: int = 0) -> tuple[tuple[int, ...], bool, int | None]:
+    """Where ``text`` leaves the skeleton (the entries from the start, with
+    the walk's returns applied, as the mask cache follows them), whether it
+    stands in a free leaf, and the leaf's state; fed in ``cuts`` + 1 pieces
+    cut at random places."""
+    walk = new_walk(parameters)
+    data = text.encode()
+    places = sorted(random.Random(seed).sample(range(1, len(data)), cuts)) if cuts else []
+    path: tuple[int, ...] = ()
+    kept: dict[int, tuple[int, ...]] = {}
+    for start, end in zip([0, *places], [*places, len(data)]):
+        walk.feed(data[start:end], token=None)
+        for entry in walk.skeleton:
+            if entry < MARK:
+                path += (entry,)
+            elif entry < BACK:
+                kept[entry - MARK] = path
+            else:
+                path = kept[entry - BACK]
+    return path, walk.in_leaf, walk.leaf_state
+
+
+OBJECT = {"type": "object", "properties": {
+    "city": {"type": "string"}, "n": {"type": "integer"}, "code": {"type": "string", "pattern": "^[A-Z]+$"},
+    "unit": {"enum": ["c", "f"]}, "tags": {"type": "array", "items": {"type": "string"}},
+    "pair": {"type": "array", "items": {"type": "integer"}, "maxItems": 4},
+    "limits": {"type": "object", "additionalProperties": {"type": "integer"}},
+    "pick": {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}},
+                       {"type": "object", "properties": {"b": {"type": "string"}}}]},
+}}
+
+
+def place(value: dict, cuts: int = 0, seed: int = 0) -> tuple[int, ...]:
+    return walk_place(OBJECT, json.dumps(value), cuts, seed)[0]
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ({"city": "Paris", "n": 12}, {"city": "Rome of the \"ancients\"", "n": -345}),
+    ({"code": "AB", "unit": "c"}, {"code": "XYZ", "unit": "f"}),
+    ({"tags": ["a", "b"]}, {"tags": ["x", "y", "z", "w"]}),
+    ({"limits": {"cpu": 1, "disk": 2}}, {"limits": {"memory": 16, "threads": 4, "files": 9}}),
+])
+def test_values_that_differ_only_where_no_mask_looks_end_in_one_place(first, second):
+    assert place(first) == place(second)
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ({"pair": [1, 2]}, {"pair": [1, 2, 3]}),  # maxItems: the count decides whether "]" or "," may come
+    ({"tags": ["a"]}, {"tags": ["a", "b"]}),  # past the first item, not before
+    ({"limits": {"cpu": 1}}, {"limits": {"cpu": 1, "disk": 2}}),
+    ({"pick": {"a": "x"}}, {"pick": {"b": "x"}}),  # a key that picks the option
+    ({"city": "x", "n": 1}, {"n": 1, "city": "x"}),  # the keys written
+])
+def test_values_whose_difference_a_mask_may_see_end_in_different_places(first, second):
+    assert place(first) != place(second)
+
+
+def test_inside_a_constrained_string_the_text_is_kept_until_it_closes():
+    open_a = walk_place(OBJECT, '{"code": "A')
+    open_x = walk_place(OBJECT, '{"code": "X')
+    assert open_a[0] != open_x[0] and not open_a[1]
+
+
+@pytest.mark.parametrize("text", ['{"city": "caf', '{"city": "a\\"b', '{"n": 4', '{"tags": ["x", "y'])
+def test_a_free_leaf_is_keyed_by_state_not_by_text(text):
+    _, in_leaf, state = walk_place(OBJECT, text)
+    assert in_leaf and state is not None
+    other = text[:-1] + ("Z" if text[-1].isalpha() else "7")
+    assert walk_place(OBJECT, other) == walk_place(OBJECT, text)
+
+
+@pytest.mark.parametrize("data", [b'{"city": "a\\', b'{"city": "a\\u00', '{"city": "é'.encode()[:-1]])
+def test_inside_an_escape_or_a_character_a_free_string_has_no_shared_state(data):
+    walk = new_walk(OBJECT)
+    walk.feed(data)
+    assert walk.in_leaf and walk.leaf_state is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_place_does_not_depend_on_how_the_text_was_cut(seed):
+    value = {"city": "Zürich \"old town\"", "n": 12, "code": "AB", "unit": "f", "tags": ["a", "b", "c"],
+             "pair": [1, 2], "limits": {"x": 1, "y": 22}, "pick": {"a": "q"}}
+    assert place(value, cuts=8, seed=seed) == place(value)
