@@ -102,3 +102,45 @@ def test_the_place_does_not_depend_on_how_the_text_was_cut(seed):
     value = {"city": "Zürich \"old town\"", "n": 12, "code": "AB", "unit": "f", "tags": ["a", "b", "c"],
              "pair": [1, 2], "limits": {"x": 1, "y": 22}, "pick": {"a": "q"}}
     assert place(value, cuts=8, seed=seed) == place(value)
+
+
+DELIMITER = 7
+"""A stand-in id for Gemma's string delimiter token in these walks."""
+
+
+def gemma_place(parameters: dict, pieces: list[str | None]) -> tuple[tuple[int, ...], bool, int | None]:
+    """Where Gemma's syntax leaves the skeleton: ``pieces`` are text, None
+    the delimiter token; whether the text stands in a free leaf, its state."""
+    tool = normalize_tools([{"type": "function", "function": {"name": "t", "parameters": parameters}}])[0]
+    walk = JsonWalk(tool.root, tool.schema.definitions, WalkMemo(), delimiter=DELIMITER)
+    path: tuple[int, ...] = ()
+    kept: dict[int, tuple[int, ...]] = {}
+    for piece in pieces:
+        walk.feed(b'<|"|>', DELIMITER) if piece is None else walk.feed(piece.encode())
+        for entry in walk.skeleton:
+            if entry < MARK:
+                path += (entry,)
+            elif entry < BACK:
+                kept[entry - MARK] = path
+            else:
+                path = kept[entry - BACK]
+    return path, walk.in_leaf, walk.leaf_state
+
+
+def test_gemma_strings_between_delimiter_tokens_are_free_leaves_and_keys_are_bare():
+    """Gemma writes strings between delimiter tokens (a quote inside is
+    text) and bare keys; a map's keys are free leaves. A string with no text
+    yet has a state of its own (its text is optional in the grammar)."""
+    first = gemma_place(OBJECT, ["{city:", None, 'say "hi"', None, ",limits:{cpu:1,disk:2}}"])
+    second = gemma_place(OBJECT, ["{city:", None, "x", None, ",limits:{memory:16,threads:4,files:9}}"])
+    assert first == second
+    assert gemma_place(OBJECT, ["{city:", None, "Par"])[1]
+    empty, text = gemma_place(OBJECT, ["{city:", None]), gemma_place(OBJECT, ["{city:", None, "P"])
+    assert empty[0] == text[0] and empty[2] != text[2]  # no text yet is a state of its own
+
+
+def test_a_gemma_object_with_a_colon_in_a_declared_key_keeps_its_text():
+    """A bare key ends at its first ':', so where a declared key holds one
+    the walk cannot tell the keys apart: nothing in the object is left out."""
+    parameters = {"type": "object", "properties": {"a:b": {"type": "string"}, "a": {"type": "string"}}}
+    assert gemma_place(parameters, ["{a:", None, "x", None, "}"]) != gemma_place(parameters, ["{a:", None, "y", None, "}"])

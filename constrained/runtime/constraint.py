@@ -346,9 +346,10 @@ class ToolCallConstraint:
                 # from before the token, whatever digit it began with.
                 node, start = before.child(LEAF_LABELS + number), before
             else:
-                if tracker.walk is not None:  # JSON: its skeleton begins here
-                    self._skeletons[row] = node
-                node, start = (None if tracker.in_any_text_value else node), node
+                start = node
+                if tracker.walk is not None:  # JSON: its skeleton begins in this token
+                    node = self._in_json(row, tracker.walk, False, before, token)
+                node, start = (None if tracker.in_any_text_value else node), start
         self._nodes[row], self._value_starts[row] = node, start
 
     def _in_json(self, row: int, walk: JsonWalk | None, walking: bool, before: MaskNode | None,
@@ -365,9 +366,12 @@ class ToolCallConstraint:
         if before is None or walk is None:
             return before.child(token) if before is not None else None
         skeleton = self._skeletons[row]
-        if not walking or skeleton is None:  # the walk began in this token: the skeleton from here
-            self._skeletons[row] = through = before.child(token)
-            return through
+        if not walking or skeleton is None:
+            # The value began in this token: its skeleton from the bytes of the token before it.
+            assert self._cache is not None
+            data = self.compiled.tokenizer.token_bytes(token)
+            skeleton = before.child(self._cache.label(("value", data[: len(data) - (walk.first_fed or 0)])))
+            self._kept[row] = ()
         for entry in walk.skeleton:
             if entry < MARK:
                 skeleton = skeleton.children.get(BYTE_LABELS + entry) or skeleton.child(BYTE_LABELS + entry)

@@ -19,7 +19,7 @@ from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
 from ..frames.model import IntegerFrame, NumberFrame
-from .json_walk import INTEGER_STEPS, NUMBER_STEPS, JsonWalk, WalkMemo, json_values, member_frame
+from .json_walk import INTEGER_STEPS, NUMBER_STEPS, JsonWalk, WalkMemo, member_frame, walk_syntax
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
 
 if TYPE_CHECKING:
@@ -34,8 +34,11 @@ _NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 
 # Where a sequence stands in the call markup (_NUMBER: a number written in
-# the markup, number_opening).
-_OUTSIDE, _MARKUP, _VALUE, _LOST, _NUMBER = range(5)
+# the markup, number_opening; _JSON: another value written there, which the
+# JSON walk follows).
+_OUTSIDE, _MARKUP, _VALUE, _LOST, _NUMBER, _JSON = range(6)
+_MARKUP_VALUE_STARTS = frozenset(b"[{tfn")
+"""The first bytes of a value written in the markup that is no number."""
 
 
 class FrameTracker:
@@ -73,6 +76,7 @@ class FrameTracker:
         self._number_steps_of = number_steps
         self._json_walk = json_walk
         self._walk: JsonWalk | None = None  # the open value's, when it is JSON of a known frame
+        self._pending: JsonWalk | None = None  # a walk for a value the markup may begin with the next byte
         self._members_in_order = members_in_order
         self._member: tuple[str, str] | None = None  # the open value's (tool, key), when it alone decides what follows
         self._closed_member: tuple[str, str] | None = None
@@ -93,12 +97,13 @@ class FrameTracker:
     def snapshot(self) -> tuple[object, ...]:
         return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
                 self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-                self._closed_member, self._walk, self._walk.snapshot() if self._walk is not None else None)
+                self._closed_member, self._walk, self._walk.snapshot() if self._walk is not None else None,
+                self._pending)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
         (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
          self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-         self._closed_member, self._walk, walked) = snapshot  # type: ignore[assignment]
+         self._closed_member, self._walk, walked, self._pending) = snapshot  # type: ignore[assignment]
         if self._walk is not None:
             self._walk.restore(walked)  # type: ignore[arg-type]
 
@@ -120,7 +125,7 @@ class FrameTracker:
         closed: what follows it depends on its closing token, not on its
         text (a value of any text; a typed value of a tool whose arguments
         are one object, so no value picks among parameter sets)."""
-        return (self._state == _VALUE and self._traceless) or self._state == _NUMBER
+        return (self._state == _VALUE and self._traceless) or self._state in (_NUMBER, _JSON)
 
     @property
     def number_state(self) -> int | None:
@@ -180,12 +185,15 @@ class FrameTracker:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
             self._state, self._tool, self._markup = _MARKUP, None, b""
-            self._number_steps = self._number = self._member = self._walk = None
+            self._number_steps = self._number = self._member = self._walk = self._pending = None
             return
         if token == self._close_call_id:
             self._state, self._walk = _OUTSIDE, None
             return
         if self._state in (_OUTSIDE, _LOST):
+            return
+        if self._state == _JSON:
+            self._follow_json(self._table[token], token)
             return
         if self._number is not None and self._state == _VALUE:
             self._number = self._number_after(self._table[token])
@@ -253,6 +261,12 @@ class FrameTracker:
                 self._end_value(self._markup)  # the byte ended it; the markup goes on
                 self._open_value()
             elif self._state == _MARKUP:
+                if self._pending is not None:  # a value the JSON walk follows may start here
+                    walk, self._pending = self._pending, None
+                    if byte in _MARKUP_VALUE_STARTS:
+                        self._state, self._walk = _JSON, walk
+                        self._follow_json(data[position:])
+                        return
                 if self._number_steps is not None:  # a number may start here
                     step = self._number_steps.get((0, byte))
                     if step is not None:
@@ -269,6 +283,16 @@ class FrameTracker:
                     self._walk.feed(data[position + 1 :])
             else:
                 return
+
+    def _follow_json(self, data: bytes, token: int | None = None) -> None:
+        """Feed a value written in the markup to its walk; the bytes after
+        its end go on as markup."""
+        walk = self._walk
+        assert walk is not None
+        walk.feed(data, token)
+        if walk.ended is not None:
+            self._end_value()
+            self._feed_bytes(data[walk.ended :])
 
     def _open_value(self) -> None:
         match = self.syntax.opening.fullmatch(self._markup)
@@ -287,8 +311,9 @@ class FrameTracker:
         self._number_steps = self._number_steps_of(self._tool, key) if self._traceless and not self._fast else None
         self._member = self._in_order(self._tool, key)
         self._number = None if self._number_steps is None else 0
-        self._walk = self._json_walk(self._tool, key) if self._traceless and not self._fast and self._number_steps is None \
-            else None
+        # JSON in the value's text (not in a dialect that writes values in its markup, whose walks start there).
+        self._walk = self._json_walk(self._tool, key) if self._traceless and not self._fast \
+            and self._number_steps is None and self.syntax.number_opening is None else None
         self._guards = self._guards_of(self._tool) if self._fast else None
         self._tail = self._guards.initial if self._guards is not None else b""
         state = 0
@@ -309,6 +334,7 @@ class FrameTracker:
             self._number_steps = self._number_steps_of(self._tool, key)
             self._number = None if self._number_steps is None else 0
             self._member = self._in_order(self._tool, key)
+            self._pending = self._json_walk(self._tool, key) if self._number_steps is None else None
 
     def _in_order(self, tool: str, key: str) -> tuple[str, str] | None:
         return (tool, key) if self._members_in_order and not self._values_decide(tool) else None
@@ -365,12 +391,14 @@ def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = 
             return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
         return None
 
-    walks = memo if memo is not None and json_values(compiled) else None
+    walkable, delimiter = walk_syntax(compiled)
+    walks = memo if memo is not None and walkable else None
 
     def json_walk(tool: str, key: str) -> JsonWalk | None:
-        """A walk through ``key``'s JSON value, where its frame is known."""
+        """A walk through ``key``'s value, where its frame is known."""
         member = member_frame(objects[tool][0], key) if walks is not None and not values_decide(tool) else None
-        return None if member is None or walks is None else JsonWalk(member, tools[tool].schema.definitions, walks)
+        return None if member is None or walks is None else \
+            JsonWalk(member, tools[tool].schema.definitions, walks, delimiter)
 
     guard_sets: dict[str, ValueGuards | None] = {}
 

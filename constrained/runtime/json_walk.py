@@ -38,6 +38,7 @@ from ..frames.model import (
     UnionFrame,
     resolve_frame,
 )
+from ..dialects.gemma import GemmaSyntax
 from ..grammar.syntax import JsonSyntax
 
 if TYPE_CHECKING:
@@ -64,15 +65,18 @@ def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
 
 INTEGER_STEPS, NUMBER_STEPS = _number_steps(False), _number_steps(True)
 
-STRING_STATE, KEY_STATE, EMPTY_KEY_STATE = 16, 17, 18
+STRING_STATE, KEY_STATE, EMPTY_KEY_STATE, EMPTY_STRING_STATE = 16, 17, 18, 19
 """:attr:`JsonWalk.leaf_state` of a free string at a character boundary
 outside an escape (past the number automaton's states), of a free key
-there, and of a free key with no text yet."""
+there, of a free key with no text yet, and of a free string with none."""
 FREE_STRING, FREE_NUMBER, CLOSED_LEAF, FREE_KEY = range(4)
 """Bytes of :attr:`JsonWalk.skeleton` that no JSON text holds outside a
 string: a free string's text, a free number's, another leaf's once it is
 closed, a free key's."""
-MARK, BACK = 256, 512
+QUOTE = 256
+"""In :attr:`JsonWalk.skeleton`, the string delimiter token of a syntax that
+has one (Gemma's ``<|"|>``)."""
+MARK, BACK = 512, 1024
 """Entries of :attr:`JsonWalk.skeleton` past every byte: ``MARK + slot``
 keeps the place the skeleton has reached in ``slot``, ``BACK + slot``
 returns to the place kept there. Slot 0 is the open leaf's text (kept
@@ -81,8 +85,9 @@ slot ``1 + depth`` the items of an array, or the members of a map, at that
 depth (kept after the comma of the first one whose index no longer matters,
 returned to after each later comma)."""
 
-# What the walk expects next.
-_VALUE, _STRING, _NUMBER, _LITERAL, _AFTER, _KEY, _COLON, _DONE, _LOST = range(9)
+# What the walk expects next (_NAME: inside a bare key, in Gemma's syntax).
+_VALUE, _STRING, _NUMBER, _LITERAL, _AFTER, _KEY, _COLON, _DONE, _LOST, _NAME = range(10)
+_NAME_START = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")
 _SPACE = frozenset(b" \t\n\r")
 _DIGITS = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): b"rue", ord("f"): b"alse", ord("n"): b"ull"}
@@ -103,7 +108,7 @@ class WalkMemo:
         self._frames: list[tuple[Frame, Mapping[str, Frame]]] = []
         # By the ids of the frame and its definitions: both are kept, so the ids stay theirs.
         self._numbers: dict[tuple[int, int], int] = {}
-        self.steps: dict[tuple[tuple[Any, ...], int], tuple[tuple[Any, ...], tuple[int, ...]]] = {}
+        self.steps: dict[tuple[tuple[Any, ...], int], tuple[tuple[Any, ...], tuple[int, ...], int | None]] = {}
         self._lock = threading.Lock()
 
     def number(self, frame: Frame | None, definitions: Mapping[str, Frame]) -> int:
@@ -150,9 +155,13 @@ class JsonWalk:
     whole, and text the walk cannot follow (which the grammar would not
     accept) too."""
 
-    def __init__(self, frame: Frame | None, definitions: Mapping[str, Frame], memo: WalkMemo) -> None:
+    def __init__(self, frame: Frame | None, definitions: Mapping[str, Frame], memo: WalkMemo,
+                 delimiter: int | None = None) -> None:
         self._definitions = definitions
         self._memo = memo
+        # Gemma's syntax: strings between ``delimiter`` tokens (no escapes), bare keys.
+        self._delimiter = delimiter
+        self._quote = ord('"') if delimiter is None else QUOTE
         # Where the walk stands, as one tuple (the key of the memo's steps):
         # (what it expects, the frame of the value expected or open, the open
         # containers innermost last as (frame, is an object, members or items
@@ -167,17 +176,23 @@ class JsonWalk:
         self._state: tuple[Any, ...] = (_VALUE, memo.number(frame, definitions), (), False, False, 0, 0, None, False, None,
                                         False, b"")
         self.skeleton: tuple[int, ...] = ()
+        self.ended: int | None = None
+        """After :meth:`feed`: where in the bytes fed the value ended (the
+        rest is not the walk's), or None."""
+        self.first_fed: int | None = None
+        """How many bytes the first :meth:`feed` held: the end of the token
+        in which the value began."""
 
     def snapshot(self) -> tuple[object, ...]:
-        return self._state, self.skeleton
+        return self._state, self.skeleton, self.ended
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
-        self._state, self.skeleton = snapshot  # type: ignore[assignment]
+        self._state, self.skeleton, self.ended = snapshot  # type: ignore[assignment]
 
     @property
     def in_leaf(self) -> bool:
         state = self._state
-        return bool(state[3]) and state[0] in (_STRING, _NUMBER)
+        return bool(state[3]) and state[0] in (_STRING, _NUMBER, _NAME)
 
     @property
     def leaf_state(self) -> int | None:
@@ -186,9 +201,11 @@ class JsonWalk:
             return None
         if mode == _NUMBER:
             return number  # type: ignore[no-any-return]
+        if mode == _NAME:
+            return KEY_STATE
         if mode == _STRING and escape == 0 and need == 0:
             if key is None:
-                return STRING_STATE
+                return EMPTY_STRING_STATE if empty else STRING_STATE
             return EMPTY_KEY_STATE if empty else KEY_STATE
         return None
 
@@ -197,21 +214,30 @@ class JsonWalk:
         then the step is looked up in the memo, and kept there)."""
         steps = self._memo.steps
         before = self._state
+        if self.first_fed is None:
+            self.first_fed = len(data)
         if token is not None:
             known = steps.get((before, token))
             if known is not None:
-                self._state, self.skeleton = known
+                self._state, self.skeleton, self.ended = known
                 return
         (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need, self._key,
          self._empty, self._number, self._integer, self._literal) = before
         out: list[int] = []
-        for byte in data:
+        self.ended = None
+        for position, byte in enumerate((QUOTE,) if token is not None and token == self._delimiter else data):
+            if self._mode == _DONE and self._delimiter is not None:  # a value in the markup: the rest is markup
+                self.ended = position
+                break
             self._step(byte, out)
+        else:
+            if self._mode == _DONE and self._delimiter is not None:
+                self.ended = len(data)
         self._state = (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
                        self._key, self._empty, self._number, self._integer, self._literal)
         self.skeleton = tuple(out)
         if token is not None and len(steps) < _MEMO_STEPS:
-            steps[before, token] = self._state, self.skeleton
+            steps[before, token] = self._state, self.skeleton, self.ended
 
     def _step(self, byte: int, out: list[int]) -> None:
         """Advance one byte, writing what the skeleton keeps of it to ``out``."""
@@ -240,6 +266,9 @@ class JsonWalk:
         if mode == _VALUE and byte not in _SPACE:
             self._open_value(byte, out)
             return
+        if mode == _NAME:
+            self._name_byte(byte, out)
+            return
         out.append(byte)
         if mode == _LITERAL:
             if not self._literal or byte != self._literal[0]:
@@ -253,7 +282,12 @@ class JsonWalk:
         elif byte in _SPACE and mode in (_VALUE, _AFTER, _KEY, _COLON):
             return
         elif mode == _KEY:
-            if byte == ord('"'):
+            if self._delimiter is not None and byte in _NAME_START:  # a bare key
+                self._mode, self._empty = _NAME, False
+                self._free = _is_map(self._memo.frame(self._stack[-1][0]))
+                self._key = b"" if self._free else bytes((byte,))
+                out[-1] = FREE_KEY if self._free else byte
+            elif byte == ord('"') and self._delimiter is None:
                 self._mode, self._key, self._escape, self._need, self._empty = _STRING, b"", 0, 0, True
                 self._free = _is_map(self._memo.frame(self._stack[-1][0]))
                 if self._free:
@@ -266,10 +300,7 @@ class JsonWalk:
             if byte != ord(":"):
                 self._mode = _LOST
                 return
-            frame, _, count = self._stack[-1]
-            self._stack = (*self._stack[:-1], (frame, True, min(count + 1, 2)))
-            self._mode = _VALUE
-            self._frame = self._number_of(self._member(self._memo.frame(frame), self._key or b""))
+            self._open_member()
         elif mode == _AFTER:
             number, is_object, count = self._stack[-1]
             frame = self._memo.frame(number)
@@ -292,11 +323,28 @@ class JsonWalk:
         elif mode == _DONE:
             self._mode = _LOST
 
+    def _name_byte(self, byte: int, out: list[int]) -> None:
+        """One byte of a bare key (or the ``:`` after it)."""
+        if byte == ord(":"):
+            out.append(byte)
+            self._free = False
+            self._open_member()
+        elif not self._free:
+            out.append(byte)
+            self._key = (self._key or b"") + bytes((byte,))
+
+    def _open_member(self) -> None:
+        """After a key's ``:``: the value of the member the key names."""
+        frame, _, count = self._stack[-1]
+        self._stack = (*self._stack[:-1], (frame, True, min(count + 1, 2)))
+        self._mode = _VALUE
+        self._frame = self._number_of(self._member(self._memo.frame(frame), self._key or b""))
+
     def _open_value(self, byte: int, out: list[int]) -> None:
         frame = self._option(self._memo.frame(self._frame), byte)
         self._free = self._closable = False
-        if byte == ord('"'):
-            self._mode, self._escape, self._need, self._key = _STRING, 0, 0, None
+        if byte == self._quote:
+            self._mode, self._escape, self._need, self._key, self._empty = _STRING, 0, 0, None, True
             self._free = isinstance(frame, FreeFrame) or (
                 isinstance(frame, StringFrame) and not frame.min_length and frame.max_length is None
                 and not frame.patterns and frame.format is None
@@ -339,12 +387,19 @@ class JsonWalk:
         if self._key is not None and not self._free:
             self._key += bytes((byte,))
         self._empty = False
-        if escape == 1:
+        if self._delimiter is not None:  # no escapes: the delimiter token alone ends the text
+            if byte == QUOTE:
+                self._end_value()
+                return True
+        elif escape == 1:
             self._escape = 2 if byte == ord("u") else 0
+            return False
         elif escape:
             self._escape = escape + 1 if escape < 5 else 0
+            return False
         elif byte == ord("\\"):
             self._escape = 1
+            return False
         elif byte == ord('"'):
             if self._key is None:
                 self._end_value()
@@ -352,7 +407,7 @@ class JsonWalk:
                 self._mode = _COLON
                 self._key = self._key[:-1]
             return True
-        elif byte < 0x80:
+        if byte < 0x80:
             self._need = 0
         elif byte >= 0xC0:
             self._need = (1 if byte < 0xE0 else 2 if byte < 0xF0 else 3)
@@ -388,6 +443,8 @@ class JsonWalk:
             return frame
         if not isinstance(frame, ObjectFrame):
             return None
+        if self._delimiter is not None and any(":" in declared for declared, _ in frame.properties):
+            return None  # a bare key ends at its first ':', so such a key would be read as another
         try:
             name = json.loads(b'"' + key + b'"')
         except ValueError:
@@ -463,11 +520,20 @@ class ArgumentsTracker:
             self._walk.feed(markup[match.end() :])
 
 
-def json_values(compiled: CompiledTools) -> bool:
-    """Whether ``compiled``'s dialect writes JSON values that keep no text
-    out of their strings (whose free leaves are llguidance's plain ones)."""
-    syntax = get_dialect(compiled.dialect).values_syntax(Markers(compiled.tokenizer))
-    return isinstance(syntax, JsonSyntax) and syntax.excluded_text is None
+def walk_syntax(compiled: CompiledTools) -> tuple[bool, int | None]:
+    """Whether the walk follows ``compiled``'s values: JSON, or Gemma's
+    syntax with its delimiter a token, whose strings keep no text out (their
+    free leaves are then llguidance's plain ones); and the delimiter's token
+    (None: JSON's quotes)."""
+    markers = Markers(compiled.tokenizer)
+    syntax = get_dialect(compiled.dialect).values_syntax(markers)
+    if syntax.excluded_text is not None:
+        return False, None
+    if isinstance(syntax, JsonSyntax):
+        return True, None
+    if isinstance(syntax, GemmaSyntax) and markers.is_token(syntax.string_delimiter):
+        return True, compiled.tokenizer.token_id(syntax.string_delimiter)
+    return False, None
 
 
 def arguments_trackers(compiled: CompiledTools, count: int, memo: WalkMemo) -> list[ArgumentsTracker] | None:
@@ -478,7 +544,7 @@ def arguments_trackers(compiled: CompiledTools, count: int, memo: WalkMemo) -> l
     dialect = get_dialect(compiled.dialect)
     opening = dialect.arguments_opening
     if opening is None or not Markers(tok).is_token(dialect.call_open) or not compiled.tools \
-            or not json_values(compiled):
+            or walk_syntax(compiled) != (True, None):
         return None
     tools = {tool.name: tool for tool in compiled.tools}
 
