@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MISSES_IN_A_ROW = 32
-"""After this many cache misses in a row whose masks allow several tokens
-(text the cache keys on, like a long JSON string), a sequence stops keeping
-and looking up masks."""
+"""After this many cache misses in a row whose masks allow several tokens,
+in text the cache keys on (like a long string under a pattern), a sequence
+stops keeping and looking up masks."""
 
 OnViolation = Literal["unconstrained", "stop"]
 ON_VIOLATION = ("unconstrained", "stop")
@@ -566,10 +566,20 @@ class ToolCallConstraint:
                 continue
             assert self._cache is not None
             self._single[row] = self._cache.store(node, buffers.host_words[row])
-            if self._single[row] is None:  # a forced token costs nothing to keep
+            if self._single[row] is None and self._keyed_on_text(row):  # a forced token costs nothing to keep
                 self._misses[row] += 1
                 if self._misses[row] >= MISSES_IN_A_ROW:
                     self._nodes[row] = self._value_starts[row] = None
+
+    def _keyed_on_text(self, row: int) -> bool:
+        """Whether the row's place in the cache is keyed by text written, so
+        a run of misses may be text no other request writes: outside JSON
+        the walk follows, or inside JSON where its skeleton keeps the text
+        (:attr:`JsonWalk.keeps_text`). Misses in a JSON value's structure are
+        its new places, which other requests meet."""
+        walk = self._trackers[row].walk if self._trackers is not None else \
+            self._arguments[row].walk if self._arguments is not None else None
+        return walk is None or walk.keeps_text
 
     def allowed_words(self, row: int) -> np.ndarray:
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left

@@ -4,8 +4,10 @@ constraint knows when the next mask is a precomputed row.
 :class:`FrameTracker` follows one sequence's tokens through the dialect's
 call markup (:class:`~constrained.dialects.raw_values.RawTextSyntax`) and
 says when the next mask is such a row (:mod:`.text_masks`): inside a value
-whose parameter takes any text, at a character boundary. Everywhere else the
-constraint asks llguidance.
+whose parameter takes any text, at a character boundary. It also says where
+the mask cache may share masks across values (the values that leave no
+trace, a number's state, the JSON walk through a value, :mod:`.json_walk`).
+Everywhere else the constraint asks llguidance.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class FrameTracker:
         self._number_steps_of = number_steps
         self._json_walk = json_walk
         self._walk: JsonWalk | None = None  # the open value's, when it is JSON of a known frame
-        self._pending: JsonWalk | None = None  # a walk for a value the markup may begin with the next byte
+        self._pending: tuple[str, str] | None = None  # the member whose value the markup may begin next
         self._members_in_order = members_in_order
         self._member: tuple[str, str] | None = None  # the open value's (tool, key), when it alone decides what follows
         self._closed_member: tuple[str, str] | None = None
@@ -262,8 +264,9 @@ class FrameTracker:
                 self._open_value()
             elif self._state == _MARKUP:
                 if self._pending is not None:  # a value the JSON walk follows may start here
-                    walk, self._pending = self._pending, None
-                    if byte in _MARKUP_VALUE_STARTS:
+                    member, self._pending = self._pending, None
+                    walk = self._json_walk(*member) if byte in _MARKUP_VALUE_STARTS else None
+                    if walk is not None:
                         self._state, self._walk = _JSON, walk
                         self._follow_json(data[position:])
                         return
@@ -334,7 +337,7 @@ class FrameTracker:
             self._number_steps = self._number_steps_of(self._tool, key)
             self._number = None if self._number_steps is None else 0
             self._member = self._in_order(self._tool, key)
-            self._pending = self._json_walk(self._tool, key) if self._number_steps is None else None
+            self._pending = (self._tool, key) if self._number_steps is None else None
 
     def _in_order(self, tool: str, key: str) -> tuple[str, str] | None:
         return (tool, key) if self._members_in_order and not self._values_decide(tool) else None

@@ -12,6 +12,8 @@ followed by their text while open, and once closed by their place alone.
 ``json.dumps`` writes it; a declared key picks its member's frame, a
 union's option is the one its first byte allows) and gives the value's
 *skeleton*: its text as the masks see it (:attr:`JsonWalk.skeleton`).
+Gemma's value syntax is followed the same way: strings between delimiter
+tokens, with no escapes, and bare keys.
 """
 
 from __future__ import annotations
@@ -193,6 +195,13 @@ class JsonWalk:
     def in_leaf(self) -> bool:
         state = self._state
         return bool(state[3]) and state[0] in (_STRING, _NUMBER, _NAME)
+
+    @property
+    def keeps_text(self) -> bool:
+        """Whether the text stands where the skeleton keeps what is written:
+        inside a leaf that is not free, or past what the walk could follow."""
+        state = self._state
+        return state[0] == _LOST or (state[0] in (_STRING, _NUMBER, _NAME, _LITERAL) and not state[3])
 
     @property
     def leaf_state(self) -> int | None:

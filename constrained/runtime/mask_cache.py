@@ -19,8 +19,9 @@ text. Such a value is one edge, labelled by its closing token, from the node
 where it opened; a typed value's own masks hang off that node, keyed by its
 tokens. A call's opening and closing tokens lead to one node each from the
 root, whichever call and tool (the grammar stands in one place after each).
-Inside JSON (hermes arguments, JSON values of the raw-value dialects) the
-nodes follow the value's skeleton byte by byte, from where it began: its
+Inside JSON (hermes arguments, JSON values of the raw-value dialects, and
+Gemma's values in its own syntax) the nodes follow the value's skeleton
+byte by byte, from the bytes of the token before it: its
 text less that of its free leaves (strings and numbers no keyword
 constrains), of closed leaves, and of array items and map members whose
 count no longer matters (:mod:`.json_walk`). Nothing else is abstracted;
