@@ -14,23 +14,20 @@ from constrained.frames.toolset import normalize_tools
 from constrained.runtime.json_walk import BACK, MARK, JsonWalk, WalkMemo
 
 
-def new_walk(parameters: dict) -> JsonWalk:
+def new_walk(parameters: dict, delimiter: int | None = None) -> JsonWalk:
     tool = normalize_tools([{"type": "function", "function": {"name": "t", "parameters": parameters}}])[0]
-    return JsonWalk(tool.root, tool.schema.definitions, WalkMemo())
+    return JsonWalk(tool.root, tool.schema.definitions, WalkMemo(), delimiter)
 
 
-def walk_place(parameters: dict, text: str, cuts: int = 0, seed: int = 0) -> tuple[tuple[int, ...], bool, int | None]:
-    """Where ``text`` leaves the skeleton (the entries from the start, with
-    the walk's returns applied, as the mask cache follows them), whether it
-    stands in a free leaf, and the leaf's state; fed in ``cuts`` + 1 pieces
-    cut at random places."""
-    walk = new_walk(parameters)
-    data = text.encode()
-    places = sorted(random.Random(seed).sample(range(1, len(data)), cuts)) if cuts else []
+def place(walk: JsonWalk, feeds: list[tuple[bytes, int | None]]) -> tuple[tuple[int, ...], bool, int | None]:
+    """Where ``feeds`` (bytes and token, each) leave ``walk``'s skeleton (the
+    entries from the start, with the walk's returns applied, as the mask
+    cache follows them), whether the text stands in a free leaf, and the
+    leaf's state."""
     path: tuple[int, ...] = ()
     kept: dict[int, tuple[int, ...]] = {}
-    for start, end in zip([0, *places], [*places, len(data)]):
-        walk.feed(data[start:end], token=None)
+    for data, token in feeds:
+        walk.feed(data, token)
         for entry in walk.skeleton:
             if entry < MARK:
                 path += (entry,)
@@ -39,6 +36,13 @@ def walk_place(parameters: dict, text: str, cuts: int = 0, seed: int = 0) -> tup
             else:
                 path = kept[entry - BACK]
     return path, walk.in_leaf, walk.leaf_state
+
+
+def walk_place(parameters: dict, text: str, cuts: int = 0, seed: int = 0) -> tuple[tuple[int, ...], bool, int | None]:
+    """:func:`place` of ``text``, fed in ``cuts`` + 1 pieces cut at random places."""
+    data = text.encode()
+    places = sorted(random.Random(seed).sample(range(1, len(data)), cuts)) if cuts else []
+    return place(new_walk(parameters), [(data[start:end], None) for start, end in zip([0, *places], [*places, len(data)])])
 
 
 OBJECT = {"type": "object", "properties": {
@@ -51,7 +55,7 @@ OBJECT = {"type": "object", "properties": {
 }}
 
 
-def place(value: dict, cuts: int = 0, seed: int = 0) -> tuple[int, ...]:
+def value_place(value: dict, cuts: int = 0, seed: int = 0) -> tuple[int, ...]:
     return walk_place(OBJECT, json.dumps(value), cuts, seed)[0]
 
 
@@ -62,7 +66,7 @@ def place(value: dict, cuts: int = 0, seed: int = 0) -> tuple[int, ...]:
     ({"limits": {"cpu": 1, "disk": 2}}, {"limits": {"memory": 16, "threads": 4, "files": 9}}),
 ])
 def test_values_that_differ_only_where_no_mask_looks_end_in_one_place(first, second):
-    assert place(first) == place(second)
+    assert value_place(first) == value_place(second)
 
 
 @pytest.mark.parametrize(("first", "second"), [
@@ -73,7 +77,7 @@ def test_values_that_differ_only_where_no_mask_looks_end_in_one_place(first, sec
     ({"city": "x", "n": 1}, {"n": 1, "city": "x"}),  # the keys written
 ])
 def test_values_whose_difference_a_mask_may_see_end_in_different_places(first, second):
-    assert place(first) != place(second)
+    assert value_place(first) != value_place(second)
 
 
 def test_inside_a_constrained_string_the_text_is_kept_until_it_closes():
@@ -101,7 +105,7 @@ def test_inside_an_escape_or_a_character_a_free_string_has_no_shared_state(data)
 def test_the_place_does_not_depend_on_how_the_text_was_cut(seed):
     value = {"city": "Zürich \"old town\"", "n": 12, "code": "AB", "unit": "f", "tags": ["a", "b", "c"],
              "pair": [1, 2], "limits": {"x": 1, "y": 22}, "pick": {"a": "q"}}
-    assert place(value, cuts=8, seed=seed) == place(value)
+    assert value_place(value, cuts=8, seed=seed) == value_place(value)
 
 
 DELIMITER = 7
@@ -109,22 +113,10 @@ DELIMITER = 7
 
 
 def gemma_place(parameters: dict, pieces: list[str | None]) -> tuple[tuple[int, ...], bool, int | None]:
-    """Where Gemma's syntax leaves the skeleton: ``pieces`` are text, None
-    the delimiter token; whether the text stands in a free leaf, its state."""
-    tool = normalize_tools([{"type": "function", "function": {"name": "t", "parameters": parameters}}])[0]
-    walk = JsonWalk(tool.root, tool.schema.definitions, WalkMemo(), delimiter=DELIMITER)
-    path: tuple[int, ...] = ()
-    kept: dict[int, tuple[int, ...]] = {}
-    for piece in pieces:
-        walk.feed(b'<|"|>', DELIMITER) if piece is None else walk.feed(piece.encode())
-        for entry in walk.skeleton:
-            if entry < MARK:
-                path += (entry,)
-            elif entry < BACK:
-                kept[entry - MARK] = path
-            else:
-                path = kept[entry - BACK]
-    return path, walk.in_leaf, walk.leaf_state
+    """:func:`place` in Gemma's syntax: ``pieces`` are text, None the
+    delimiter token."""
+    feeds = [(b'<|"|>', DELIMITER) if piece is None else (piece.encode(), None) for piece in pieces]
+    return place(new_walk(parameters, DELIMITER), feeds)
 
 
 def test_gemma_strings_between_delimiter_tokens_are_free_leaves_and_keys_are_bare():

@@ -22,6 +22,10 @@ from .base import Dialect, Markers
 from .segments import Decoded, Malformed, Nested, OpenValue, Parsed, Partial, Value
 
 
+_STRING = r'"(?:[^"\\]|\\.)*"'
+"""A JSON string, escapes included."""
+
+
 class Hermes(Dialect):
     name = "hermes"
     family = "Qwen2.5, Qwen3 (JSON in tags)"
@@ -31,7 +35,7 @@ class Hermes(Dialect):
     call_end_tokens = ("<|im_end|>",)
     reasoning_tokens = ("<think>", "</think>")
     reads_cut_off_call = True
-    arguments_opening = re.compile(rb'\n\{"name": (?P<tool>"(?:[^"\\]|\\.)*"), "arguments": ')
+    arguments_opening = re.compile(rb'\n\{"name": (?P<tool>' + _STRING.encode() + rb'), "arguments": ')
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         name = json.dumps(tool.name, ensure_ascii=False)
@@ -108,7 +112,6 @@ class Hermes(Dialect):
             position = end
 
 
-_STRING = r'"(?:[^"\\]|\\.)*"'
 _HEAD = re.compile(r'[ \t\n\r]*\{"name": (' + _STRING + r'), "arguments": \{')
 _KEY = re.compile(r"(" + _STRING + r"): ")
 

@@ -31,9 +31,9 @@ import numpy as np
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..errors import ArgumentError, ConstraintError, GenerationError
-from .frame_tracker import frame_trackers
+from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
-from .json_walk import BACK, MARK, JsonWalk, arguments_trackers
+from .json_walk import BACK, MARK, ArgumentsTracker, JsonWalk, arguments_trackers
 from .mask_cache import BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, OPENED_CALL, MaskCache, MaskNode, mask_cache, single_token, write_token
 
 if TYPE_CHECKING:
@@ -291,11 +291,11 @@ class ToolCallConstraint:
         tokens, from the node where it opened, and a number's text by its
         state (after ``12`` and ``345`` alike, llguidance's lexer and parser
         stand in the same place); so is a free leaf inside JSON
-        (:meth:`_in_leaf`). A call's opening and closing tokens lead to one
+        (:meth:`_in_json`). A call's opening and closing tokens lead to one
         node each, whichever call it is (:func:`_call_marks`)."""
         tracker = self._trackers[row] if self._trackers is not None else None
         arguments = self._arguments[row] if self._arguments is not None else None
-        follower = tracker if tracker is not None else arguments
+        follower = tracker if tracker is not None else arguments  # _follower(row), without the call
         node, start, call = self._nodes[row], self._value_starts[row], self._call_nodes[row]
         self._history[row].append((token, follower.snapshot() if follower is not None else None,
                                    (node, start, call, self._skeletons[row], self._kept[row])))
@@ -347,9 +347,10 @@ class ToolCallConstraint:
                 node, start = before.child(LEAF_LABELS + number), before
             else:
                 start = node
-                if tracker.walk is not None:  # JSON: its skeleton begins in this token
+                if tracker.in_any_text_value:
+                    node = None
+                elif tracker.walk is not None:  # JSON: its skeleton begins in this token
                     node = self._in_json(row, tracker.walk, False, before, token)
-                node, start = (None if tracker.in_any_text_value else node), start
         self._nodes[row], self._value_starts[row] = node, start
 
     def _in_json(self, row: int, walk: JsonWalk | None, walking: bool, before: MaskNode | None,
@@ -374,7 +375,7 @@ class ToolCallConstraint:
             self._kept[row] = ()
         for entry in walk.skeleton:
             if entry < MARK:
-                skeleton = skeleton.children.get(BYTE_LABELS + entry) or skeleton.child(BYTE_LABELS + entry)
+                skeleton = skeleton.child(BYTE_LABELS + entry)
             elif entry < BACK:  # a place to come back to
                 kept = self._kept[row]
                 slot = entry - MARK
@@ -441,8 +442,7 @@ class ToolCallConstraint:
                 history = self._history[r]
                 _, snapshot, (self._nodes[r], self._value_starts[r], self._call_nodes[r], self._skeletons[r],
                               self._kept[r]) = history[-matched]
-                follower = self._trackers[r] if self._trackers is not None else \
-                    self._arguments[r] if self._arguments is not None else None
+                follower = self._follower(r)
                 if follower is not None:
                     follower.restore(snapshot)
                 del history[-matched:]
@@ -577,9 +577,16 @@ class ToolCallConstraint:
         the walk follows, or inside JSON where its skeleton keeps the text
         (:attr:`JsonWalk.keeps_text`). Misses in a JSON value's structure are
         its new places, which other requests meet."""
-        walk = self._trackers[row].walk if self._trackers is not None else \
-            self._arguments[row].walk if self._arguments is not None else None
+        follower = self._follower(row)
+        walk = follower.walk if follower is not None else None
         return walk is None or walk.keeps_text
+
+    def _follower(self, row: int) -> FrameTracker | ArgumentsTracker | None:
+        """What follows the row's markup: its frame tracker (raw-value
+        dialects) or its arguments tracker (JSON arguments), if any."""
+        if self._trackers is not None:
+            return self._trackers[row]
+        return self._arguments[row] if self._arguments is not None else None
 
     def allowed_words(self, row: int) -> np.ndarray:
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left

@@ -20,8 +20,7 @@ import numpy as np
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
-from ..frames.model import IntegerFrame, NumberFrame
-from .json_walk import INTEGER_STEPS, NUMBER_STEPS, JsonWalk, WalkMemo, member_frame, walk_syntax
+from .json_walk import JsonWalk, WalkMemo, free_number_steps, member_frame, walk_syntax
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
 
 if TYPE_CHECKING:
@@ -388,11 +387,7 @@ def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = 
         """The automaton of ``key``'s values when they are any JSON number
         (the grammar's plain ``%json`` number leaf), else None."""
         member = objects[tool][0].property(key) if not values_decide(tool) else None
-        frame = tools[tool].schema.resolve(member) if member is not None else None
-        if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is None and frame.maximum is None \
-                and frame.multiple_of is None:
-            return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
-        return None
+        return free_number_steps(tools[tool].schema.resolve(member)) if member is not None else None
 
     walkable, delimiter = walk_syntax(compiled)
     walks = memo if memo is not None and walkable else None

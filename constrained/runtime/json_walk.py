@@ -362,7 +362,7 @@ class JsonWalk:
             out += (byte, FREE_STRING) if self._free else (byte, MARK) if self._closable else (byte,)
             return
         if byte in _DIGITS:
-            steps = _free_number_steps(frame)
+            steps = NUMBER_STEPS if isinstance(frame, FreeFrame) else free_number_steps(frame)
             self._free = steps is not None
             self._closable = not self._free and frame is not None
             self._integer = steps is INTEGER_STEPS
@@ -585,10 +585,10 @@ def _uncounted_from(frame: Frame | None) -> int | None:
     return None
 
 
-def _free_number_steps(frame: Frame | None) -> dict[tuple[int, int], int] | None:
-    """The automaton of a free number of ``frame``, or None (not free)."""
-    if isinstance(frame, FreeFrame):
-        return NUMBER_STEPS
+def free_number_steps(frame: Frame | None) -> dict[tuple[int, int], int] | None:
+    """The automaton of a number of ``frame`` when it is free (an integer or
+    number with no bound or step: the grammar's plain ``%json`` leaf), or
+    None."""
     if isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is None and frame.maximum is None \
             and frame.multiple_of is None:
         return INTEGER_STEPS if isinstance(frame, IntegerFrame) else NUMBER_STEPS
