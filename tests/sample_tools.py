@@ -1,15 +1,25 @@
-"""Small hand-written tools, and a helper, shared by several test modules."""
+"""Small hand-written tools, and helpers, shared by several test modules."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable
 
+from constrained.compiler import CompiledTools
 from constrained.dialects import DIALECTS
 from constrained.dialects.raw_values import RawValueDialect
+from constrained.runtime.mask_cache import mask_cache
 
 RAW_DIALECTS = tuple(name for name, dialect in DIALECTS.items() if isinstance(dialect, RawValueDialect))
 """The dialects that write a top-level string as raw text (qwen3_coder, glm)."""
+
+
+def unwarmed_cache(compiled: CompiledTools) -> CompiledTools:
+    """``compiled`` with an empty mask cache that no constraint warms, so
+    it holds what requests alone leave there."""
+    object.__setattr__(compiled, "_masks", None)
+    mask_cache(compiled).claim_warm_up()
+    return compiled
 
 
 def reads_cut_off_call(dialect: str, prefix: str) -> bool:

@@ -20,7 +20,7 @@ from constrained.runtime.constraint import MISSES_IN_A_ROW, RowState, ToolCallCo
 from constrained.runtime.logits_mask import apply_bit_planes
 from constrained.errors import ArgumentError, ConstraintError
 from constrained.tokenizers import Tokenizer
-from sample_tools import WEATHER
+from sample_tools import WEATHER, unwarmed_cache
 
 CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
 ENDS = {"gemma4": "<|tool_response>", "qwen3_coder": "<|im_end|>"}
@@ -386,8 +386,7 @@ def _hermes_city_steps(city_frame: dict[str, Any]) -> tuple[CompiledTools, int |
     qwen = tok("qwen3")
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": city_frame}, "required": ["city"]}}}
-    ct = compile_tools([tool], "hermes", qwen, tool_choice="required")
-    object.__setattr__(ct, "_masks", None)
+    ct = unwarmed_cache(compile_tools([tool], "hermes", qwen, tool_choice="required"))
     city = " ".join(f"district{i}" for i in range(60))
     tokens = qwen.encode(render_tool_calls([{"name": "get_weather", "arguments": {"city": city}}], [tool], "hermes"))
     constraint = ToolCallConstraint(ct)

@@ -66,16 +66,22 @@ def test_most_bfcl_tools_have_an_example():
     assert sum(example_arguments(tool) is not None for tool in tools) > 0.9 * len(tools)
 
 
-def test_with_fractions_a_number_of_any_value_is_one_half():
-    """The second example the warm-up writes: a fraction where any number
-    goes (its text reaches a leading zero, a point and a decimal); integers
-    and numbers under bounds keep their plainest value."""
+def test_the_warm_up_s_other_examples_write_fractions_and_negative_numbers_where_any_number_goes():
+    """The other examples the warm-up writes: 0.5 where any number goes (its
+    text reaches a leading zero, a point and a decimal), then -0.5, and -1
+    where any integer goes (a minus); numbers under bounds or a multipleOf
+    keep their plainest value."""
     parameters = {"type": "object", "properties": {
         "x": {"type": "number"}, "n": {"type": "integer"}, "b": {"type": "number", "minimum": 2},
+        "m": {"type": "integer", "multipleOf": 3}, "t": {"type": "integer", "maximum": 0},
         "l": {"type": "array", "items": {"type": "number"}, "minItems": 1}}}
-    fractions = example_arguments(normalize_tools([tool(parameters)])[0], fractions=True)
-    assert fractions == {"x": 0.5, "n": 1, "b": 2, "l": [0.5, 0.5]}
-    jsonschema.validate(fractions, parameters)
+    normalized = normalize_tools([tool(parameters)])[0]
+    fractions = example_arguments(normalized, "fractions")
+    negative = example_arguments(normalized, "negative")
+    assert fractions == {"x": 0.5, "n": 1, "b": 2, "m": 3, "t": 0, "l": [0.5, 0.5]}
+    assert negative == {"x": -0.5, "n": -1, "b": 2, "m": 3, "t": 0, "l": [-0.5, -0.5]}
+    for arguments in (fractions, negative):
+        jsonschema.validate(arguments, parameters)
 
 
 def test_an_array_and_a_map_have_two_members_where_they_may():

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from constrained import compile_tools, render_tool_calls
+from constrained.runtime import constraint as constraint_module
 from constrained.runtime.constraint import ToolCallConstraint, _call_marks, warm_mask_cache
 from constrained.runtime.mask_cache import LEAF_LABELS, NAMED_LABELS, OPENED_CALL
 from constrained.frames.examples import example_arguments
@@ -33,7 +34,7 @@ from constrained.qa.fuzz_structure import grammar_literals
 from constrained.output.parse import parse_tool_calls
 
 from corpus import CORPUS, bfcl_functions
-from sample_tools import WEATHER
+from sample_tools import WEATHER, unwarmed_cache
 
 MODES = [("auto", True), ("required", True), ("none", True), ("named", True), ("auto", False), ("required", False)]
 
@@ -288,14 +289,75 @@ def test_every_call_of_an_output_meets_the_masks_of_the_tool_s_first_call(dialec
     every call, and after its closing token where it stands after every
     call: a second output that calls the same tools in the other order is
     masked from the cache up to the values' text, every mask llguidance's."""
-    compiled = compile_tools([WEATHER, TIME], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
-                             key_order="schema")
-    object.__setattr__(compiled, "_masks", None)
+    compiled = unwarmed_cache(compile_tools([WEATHER, TIME], dialect, DIALECTS[dialect].default_tokenizer,
+                                            tool_choice="required", key_order="schema"))
     weather_call = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
     time_call = {"name": "get_time", "arguments": {"zone": "UTC"}}
     first = steps_from_llguidance(compiled, [weather_call, time_call])
     second = steps_from_llguidance(compiled, [time_call, weather_call])
     assert sum(second) <= 1 < sum(first), (sum(first), sum(second))
+
+
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4", "hermes"])
+def test_a_tool_set_s_first_constraint_warms_its_cache_once(dialect, monkeypatch):
+    """A loop of one's own gets the warm-up without asking: the first
+    constraint of a tool set walks the example calls before its first
+    mask, so the first call finds the opening and each tool's name cached
+    (llguidance's masks, checked step by step); later constraints, and
+    warm_mask_cache after them, walk nothing again."""
+    compiled = compile_tools([WEATHER, TIME], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    computed = steps_from_llguidance(compiled, {"name": "get_time", "arguments": {"zone": "Asia/Tokyo"}})
+    assert not any(computed[:4]), computed
+    assert compiled._masks.rows > 0
+    walks = []
+    monkeypatch.setattr(constraint_module, "_warm", walks.append)
+    ToolCallConstraint(compiled)
+    warm_mask_cache(compiled)
+    assert walks == []
+
+
+def test_a_constraint_without_the_cache_warms_nothing(monkeypatch):
+    compiled = compile_tools([WEATHER], "qwen3_coder", "qwen3", tool_choice="required")
+    object.__setattr__(compiled, "_masks", None)
+    walks = []
+    monkeypatch.setattr(constraint_module, "_warm", walks.append)
+    ToolCallConstraint(compiled, cache_masks=False)
+    assert walks == [] and compiled._masks is None
+    ToolCallConstraint(compiled)
+    assert walks == [compiled]
+
+
+GAUGE = {"type": "function", "function": {"name": "gauge", "parameters": {
+    "type": "object", "properties": {"site": {"type": "string"}, "level": {"type": "number"},
+                                     "reads": {"type": "array", "items": {"type": "number"}}, "live": {"type": "boolean"}},
+    "required": ["site"]}}}
+
+
+@pytest.mark.parametrize("dialect", ["gemma4", "functiongemma"])
+@pytest.mark.parametrize("arguments", [
+    {"site": "Oslo"},  # the arguments close after another member than in the warm-up's calls
+    {"site": "Oslo", "level": -2.5},  # the key's ':' and the minus in one token
+    {"site": "Oslo", "level": 13.25, "reads": [40.5, 7.25], "live": True},
+    {"site": "Oslo", "level": -0.125, "reads": [2.5, 10], "live": True},
+    {"site": "Oslo", "level": 7},
+])
+def test_gemma_calls_after_the_warm_up_find_every_mask_outside_strings_cached(dialect, arguments):
+    """In Gemma's syntax the grammar stands in one place once a call's
+    arguments are closed, whichever members came before, and a number's
+    masks depend on its member and the state of its text, whether or not
+    the key's ``:`` came in the number's first token: after the warm-up
+    (plain, fractional and negative numbers), calls that leave the last
+    members out or write other numbers ask llguidance nothing, not even
+    for the tokens it forces."""
+    compiled = compile_tools([GAUGE], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    warm_mask_cache(compiled)
+    kept = compiled._masks.misses  # masks kept, forced tokens included
+    computed = steps_from_llguidance(compiled, {"name": "gauge", "arguments": arguments})
+    assert not any(computed) and compiled._masks.misses == kept, computed
 
 
 SCULPTURE = [

@@ -165,6 +165,7 @@ class Gemma4(Dialect):
             value_kind=functools.partial(top_level_value_kind, self, close=self.string_delimiter),
             text_may_spell_close=True,
             number_opening=re.compile(members + rb"(?P<key>" + key + rb"):"),
+            arguments_close=re.compile(rb"(?:" + members + rb"(?:" + key + rb":(?:" + scalar + rb"))?)?\}"),
         )
 
     def for_tools(self, tools: Mapping[str, NormalizedTool]) -> Gemma4:

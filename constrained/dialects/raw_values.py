@@ -199,6 +199,11 @@ class RawTextSyntax:
     as ``opening`` does (groups ``key`` and, first member only, ``tool``);
     the value is a number when the next byte begins one, and ends at the
     first byte that cannot continue it."""
+    arguments_close: re.Pattern[bytes] | None = None
+    """Matches, in full, the markup from the call's name or the end of its
+    last value through the end of its arguments (Gemma: scalar members and
+    the object's ``}``; group ``tool`` as in ``opening``): the grammar then
+    stands in one place whichever members came before."""
 
 
 class RawValueDialect(Dialect):

@@ -12,7 +12,7 @@ keys), or none.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from collections.abc import Mapping
 
 from .accepts import frame_accepts
@@ -44,6 +44,9 @@ FORMAT_EXAMPLES = {
 }
 """A value of each string format an example may take."""
 
+ExampleNumbers = Literal["plain", "fractions", "negative"]
+"""Which numbers an example writes where any number goes (:func:`example_arguments`)."""
+
 _DEPTH = 4
 """Nesting an example goes to at most (deeper frames have no example)."""
 
@@ -52,13 +55,14 @@ class _NoExample(Exception):
     """The frame has no example this module can write."""
 
 
-def example_arguments(tool: NormalizedTool, fractions: bool = False) -> dict[str, Any] | None:
+def example_arguments(tool: NormalizedTool, numbers: ExampleNumbers = "plain") -> dict[str, Any] | None:
     """Arguments for a call of ``tool`` that its parameters accept: every
-    property with an example, or None when a required one has none. With
-    ``fractions``, a number any JSON number may be is ``0.5`` (a fraction,
-    after a leading zero), else ``1``."""
+    property with an example, or None when a required one has none. A
+    number any JSON number may be is ``1``, or with ``numbers="fractions"``
+    ``0.5`` (a leading zero, a point, a decimal), with ``"negative"``
+    ``-0.5``, where an integer any integer may be is ``-1`` (a minus)."""
     try:
-        value = _example(tool.root, tool.schema.definitions, 0, fractions)
+        value = _example(tool.root, tool.schema.definitions, 0, numbers)
     except _NoExample:
         return None
     if not isinstance(value, dict) or not frame_accepts(tool.root, value, tool.schema.definitions):
@@ -66,40 +70,40 @@ def example_arguments(tool: NormalizedTool, fractions: bool = False) -> dict[str
     return value
 
 
-def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int, fractions: bool) -> Any:
+def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int, numbers: ExampleNumbers) -> Any:
     if depth > _DEPTH:
         raise _NoExample
     if isinstance(frame, RefFrame):
         if frame.name not in definitions:
             raise _NoExample
-        return _example(definitions[frame.name], definitions, depth + 1, fractions)
+        return _example(definitions[frame.name], definitions, depth + 1, numbers)
     if isinstance(frame, UnionFrame):
         for option in frame.options:
             try:
-                value = _example(option, definitions, depth + 1, fractions)
+                value = _example(option, definitions, depth + 1, numbers)
             except _NoExample:
                 continue
             if frame_accepts(option, value, definitions):
                 return value
         raise _NoExample
     if isinstance(frame, ObjectFrame):
-        return _object(frame, definitions, depth, fractions)
+        return _object(frame, definitions, depth, numbers)
     if isinstance(frame, ArrayFrame):
         count = max(frame.min_items, min(2, frame.max_items if frame.max_items is not None else 2))
         items = [*frame.prefix_items, *[frame.items] * max(count - len(frame.prefix_items), 0)][:count]
         if any(item is None for item in items):
             raise _NoExample
-        return [_example(item, definitions, depth + 1, fractions) for item in items if item is not None]
-    return _scalar(frame, fractions)
+        return [_example(item, definitions, depth + 1, numbers) for item in items if item is not None]
+    return _scalar(frame, numbers)
 
 
-def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int, fractions: bool) -> dict[str, Any]:
+def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int, numbers: ExampleNumbers) -> dict[str, Any]:
     value: dict[str, Any] = {}
     for key, member in frame.properties:
         if key in frame.forbidden:
             continue
         try:
-            value[key] = _example(member, definitions, depth + 1, fractions)
+            value[key] = _example(member, definitions, depth + 1, numbers)
         except _NoExample:
             if key in frame.required:
                 raise
@@ -108,14 +112,14 @@ def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int, fr
     if not frame.properties and not frame.pattern_properties and frame.additional is not None \
             and (frame.max_properties is None or frame.max_properties >= 2):
         try:  # a map: two members, as an array has two items
-            item = _example(frame.additional, definitions, depth + 1, fractions)
+            item = _example(frame.additional, definitions, depth + 1, numbers)
         except _NoExample:
             return value
         value = {"x": item, "y": item}
     return value
 
 
-def _scalar(frame: Frame, fractions: bool) -> Any:
+def _scalar(frame: Frame, numbers: ExampleNumbers) -> Any:
     if isinstance(frame, EnumFrame):
         if not frame.values:
             raise _NoExample
@@ -124,9 +128,12 @@ def _scalar(frame: Frame, fractions: bool) -> Any:
         return True
     if isinstance(frame, NullFrame):
         return None
-    if fractions and isinstance(frame, NumberFrame) and frame.minimum is None and frame.maximum is None \
-            and frame.multiple_of is None:
-        return 0.5
+    if numbers != "plain" and isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is None \
+            and frame.maximum is None and frame.multiple_of is None:
+        if isinstance(frame, NumberFrame):
+            return 0.5 if numbers == "fractions" else -0.5
+        if numbers == "negative":
+            return -1
     if isinstance(frame, (IntegerFrame, NumberFrame)):
         low = frame.minimum if frame.minimum is not None else min(1, frame.maximum) if frame.maximum is not None else 1
         if isinstance(frame, NumberFrame) and frame.exclusive_minimum and frame.minimum is not None:

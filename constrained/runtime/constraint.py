@@ -23,7 +23,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 from collections.abc import Sequence
 
 import numpy as np
@@ -124,6 +124,8 @@ class ToolCallConstraint:
     Masks llguidance computed are kept with ``compiled`` and reused when a
     sequence of the same tool set reaches the same state
     (:mod:`.mask_cache`); ``cache_masks=False`` asks llguidance every time.
+    The first constraint of a tool set warms its cache (:func:`warm_mask_cache`,
+    5-20 ms) unless an engine's compile already did.
     """
 
     def __init__(
@@ -191,6 +193,8 @@ class ToolCallConstraint:
         """Masks filled from the tokens the grammar forces (the rest by llguidance)."""
         self._words = (self.vocab_size + 31) // 32
         self._buffers: MaskBuffers | None = None
+        if self._cache is not None and self._cache.claim_warm_up():
+            _warm(compiled)
 
     # -- state -------------------------------------------------------------
 
@@ -317,7 +321,7 @@ class ToolCallConstraint:
             self._nodes[row] = self._in_json(row, arguments.walk, arguments.walk is walk, node, token)
             return
         inside, text, closed = tracker.in_traceless_value, tracker.in_any_text_value, tracker.values_closed
-        walk = tracker.walk
+        walk, arguments_open = tracker.walk, tracker.closed_arguments is None
         tracker.feed(token)
         closed = tracker.values_closed - closed
         if inside and closed == 0 and tracker.in_traceless_value:  # still inside the value
@@ -339,11 +343,22 @@ class ToolCallConstraint:
             node = start.child(~token) if closed == 1 and start is not None else None
         else:
             node = node.child(token) if node is not None else None
+        if arguments_open and call is not None and (tool := tracker.closed_arguments) is not None:
+            # Past the arguments the grammar stands in one place, whichever
+            # members came before: one node per tool and closing token.
+            assert self._cache is not None
+            node = call.child(self._cache.label(("arguments closed", tool))).child(token)
         if tracker.in_traceless_value:  # the token opened one
             number = tracker.number_state
             if number and not inside and before is not None:
                 # It also began a number written in the markup (Gemma): keyed
-                # from before the token, whatever digit it began with.
+                # by its member where that alone decides what follows (the
+                # token may hold the key's ``:`` too, or not), else from
+                # before the token, whatever digit it began with.
+                opened = tracker.open_member
+                if opened is not None and call is not None:
+                    assert self._cache is not None
+                    before = call.child(self._cache.label(("number", *opened)))
                 node, start = before.child(LEAF_LABELS + number), before
             else:
                 start = node
@@ -640,28 +655,40 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
     set walk: the tokens the grammar forces from the start and the mask of
     the first choice, then (up to 16 tools) one call of each tool with
     example arguments (:func:`~constrained.frames.examples.example_arguments`;
-    without any, a call with none), and one more with fractions where the
-    tool takes any number (masks there are one per state of the number's
-    text: ``0.5`` reaches the states after a leading zero, a point and a
-    decimal), for as long as the grammar allows their tokens. Once a value that leaves no trace is closed, the masks after it
+    without any, a call with none), and where the tool takes any number or
+    integer one with fractions and one with negative numbers (masks there
+    are one per state of the number's text: ``0.5`` reaches the states
+    after a leading zero, a point and a decimal, ``-0.5`` and ``-1`` the
+    state after a minus, and the tokens a value begins with may hold the
+    bytes before it, ``[0`` or ``[-``), for as long as the grammar allows
+    their tokens. Once a value that leaves no trace is closed, the masks after it
     serve every call that writes the same keys (:meth:`ToolCallConstraint._advance`),
     so the walk computes the markup of the tool's keys, the closings of its
     values and the end of the call. These are llguidance's costliest masks
     (100-200 us on a grammar it has not used: its lexer states are built on
     first use), so an engine computes them where it compiles, on its compile
-    thread, and the decoding step finds them cached. The walks stop once
+    thread, and the decoding step finds them cached; in a loop of one's own
+    the first constraint computes them before its first mask. The walks stop once
     half the cache's rows are held, the rest being left to requests, and
     the rows kept are indexed by the tokens they forbid (as their first
     reuse would). The cache then holds what those calls, made as requests,
-    would have left there."""
+    would have left there.
+
+    Done once per tool set, by whichever comes first: this call, or the
+    first :class:`ToolCallConstraint` made from ``compiled`` (so a loop of
+    one's own finds the cache warmed without asking)."""
+    if mask_cache(compiled).claim_warm_up():
+        _warm(compiled)
+
+
+def _warm(compiled: CompiledTools) -> None:
+    """:func:`warm_mask_cache`'s walks, by the caller that claimed them."""
     import torch
 
-    from ..frames.examples import example_arguments
+    from ..frames.examples import ExampleNumbers, example_arguments
     from ..output.render import render_tool_calls
 
     cache = mask_cache(compiled)
-    if cache.root.mask is not None:
-        return
     constraint = ToolCallConstraint(compiled)
     constraint.prepare(torch.zeros(1, constraint.vocab_size))
     for _ in range(_TRUNK_STEPS):
@@ -672,25 +699,48 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
         constraint.consume_row(0, forced[:1])
     calls = []
     for tool in compiled.tools if len(compiled.tools) <= _HEAD_TOOLS else ():
-        plain = example_arguments(tool) or {}
-        fractions = example_arguments(tool, fractions=True) or {}
-        calls += [(tool, plain), *([(tool, fractions)] if fractions != plain else [])]
+        variants: list[dict[str, Any]] = []
+        for numbers in get_args(ExampleNumbers):
+            arguments = example_arguments(tool, numbers) or {}
+            if arguments not in variants:
+                variants.append(arguments)
+        calls += [(tool, arguments) for arguments in variants]
     for tool, arguments in calls:
         if cache.rows >= cache.max_rows // 2:
             break  # the rest of the cache's rows are left to requests
         constraint.rollback(constraint._consumed[0])
         text = render_tool_calls([{"name": tool.name, "arguments": arguments}], compiled.tools, compiled.dialect,
                                  key_order=compiled.key_order)
-        for token in compiled.tokenizer.encode(text)[:_CALL_TOKENS]:
-            constraint.fill_masks()
-            if not constraint._mask_allows(0, token):
-                break
-            constraint.consume_row(0, [token])
-            if constraint.is_finished(0):
-                break
-        else:
-            constraint.fill_masks()  # after the call: another call or the end
+        _walk_call(constraint, text)
     cache.index_rows()
+
+
+def _walk_call(constraint: ToolCallConstraint, text: str) -> None:
+    """Feed row 0 the rendered call ``text`` as a model writes it under the
+    mask, filling the mask before each token and after the call, for at
+    most :data:`_CALL_TOKENS` tokens. Where the tokenizer merged bytes the
+    grammar forces with the text after them (Gemma's ``:-`` before a
+    negative number), the forced token is fed and the rest tokenized anew;
+    the walk stops at any other token the grammar does not allow."""
+    tok = constraint.compiled.tokenizer
+    ids = tok.encode(text)
+    at = 0
+    for _ in range(_CALL_TOKENS):
+        constraint.fill_masks()
+        if at == len(ids):
+            return  # the mask after the call is filled: another call or the end
+        token = ids[at]
+        if not constraint._mask_allows(0, token):
+            forced = constraint.forced_tokens(0)
+            rest = tok.decode(ids[at:])
+            piece = tok.decode(forced[:1])
+            if not forced or not rest.startswith(piece):
+                return
+            token, ids, at = forced[0], [forced[0], *tok.encode(rest[len(piece):])], 0
+        constraint.consume_row(0, [token])
+        at += 1
+        if constraint.is_finished(0):
+            return
 
 
 def _call_marks(compiled: CompiledTools) -> dict[int, int]:

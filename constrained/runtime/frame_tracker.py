@@ -137,6 +137,12 @@ class FrameTracker:
         return self._number if self._state in (_VALUE, _NUMBER) else None
 
     @property
+    def open_member(self) -> tuple[str, str] | None:
+        """The tool and key of the open value, when what follows it depends
+        on that key alone (as :attr:`closed_member` says once it closes)."""
+        return self._member
+
+    @property
     def closed_member(self) -> tuple[str, str] | None:
         """The tool and key of the value closed last, when what follows it
         depends on that key alone: the tool's arguments are one object whose
@@ -144,6 +150,19 @@ class FrameTracker:
         so after a key's value come the members after it, whichever came
         before."""
         return self._closed_member
+
+    @property
+    def closed_arguments(self) -> str | None:
+        """The tool whose call's arguments the markup has just closed (the
+        dialect's ``arguments_close``, nothing after it yet), else None."""
+        closing = self.syntax.arguments_close
+        if closing is None or self._state != _MARKUP:
+            return None
+        match = closing.fullmatch(self._markup)
+        if match is None:
+            return None
+        named = match.group("tool")
+        return named.decode("utf-8", "replace") if named is not None else self._tool
 
     @property
     def values_closed(self) -> int:

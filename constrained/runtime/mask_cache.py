@@ -119,7 +119,15 @@ class MaskCache:
         self._labels: dict[Hashable, int] = {}
         self.walks = WalkMemo()
         """What the JSON walks of the tool set's requests learned (kept when the masks start over)."""
+        self._warmed = False
         self._lock = threading.Lock()
+
+    def claim_warm_up(self) -> bool:
+        """Whether the caller is the one to warm this cache (the first to
+        ask; every later call, from any thread, is told no)."""
+        with self._lock:
+            claimed, self._warmed = not self._warmed, True
+        return claimed
 
     def label(self, name: Hashable) -> int:
         """The label of an edge named ``name`` (such as the member, tool and
