@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts
+from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts, warm_mask_cache
 from .runtime.frame_tracker import prepare_tables
 from .errors import TRANSFORMERS_EXTRA, GenerationError, MissingExtraError
 
@@ -56,7 +56,12 @@ class ToolCallLogitsProcessor:
         self._last: list[int] = []  # each row's last consumed token
         self._prompt_length = 0
         self._prompt_end: list[int] = []  # each row's last prompt token
-        prepare_tables(compiled.tokenizer, compiled.dialect)  # here, not in the first step
+        # Here, not in the first step: the raw-text tables, and the masks
+        # the tool set's requests start with (a prompt that needs another
+        # variant of the set, e.g. inside a reasoning block, warms that one
+        # when its first constraint is made).
+        prepare_tables(compiled.tokenizer, compiled.dialect)
+        warm_mask_cache(compiled)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if not self.enabled:

@@ -122,3 +122,17 @@ def test_the_tables_a_tokenizer_needs_are_built_with_the_processor_not_in_its_st
     for step in range(len(tokens)):
         processor(torch.tensor([[0, *tokens[:step]]]), torch.zeros(1, vocab))
     assert processor.constraint is not None and processor.constraint.precomputed_rows > 0
+
+
+def test_making_a_processor_warms_its_tool_set_s_mask_cache() -> None:
+    """The masks a tool set's requests start with are computed when the
+    processor is made, not in its first decoding step: the first step then
+    finds its mask cached."""
+    tools = compiled()
+    object.__setattr__(tools, "_masks", None)
+    processor = ToolCallLogitsProcessor(tools)
+    cache = tools._masks
+    assert cache is not None and cache.masks > 0
+    kept = cache.misses
+    processor(torch.tensor([[0]]), torch.zeros(1, tools.tokenizer.vocab_size))
+    assert cache.misses == kept and cache.hits > 0
