@@ -20,7 +20,7 @@ import numpy as np
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
-from .json_walk import JsonWalk, WalkMemo, free_number_steps, member_frame, walk_syntax
+from .json_walk import MARKUP_LIMIT, JsonWalk, WalkMemo, free_number_steps, member_frame, walk_syntax
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
 
 if TYPE_CHECKING:
@@ -51,8 +51,6 @@ class FrameTracker:
     whose text may hold the closing) it stops tracking until the call ends.
     :meth:`snapshot`/:meth:`restore` follow the constraint's rollback.
     """
-
-    _MARKUP_LIMIT = 4096
 
     def __init__(
         self,
@@ -296,7 +294,7 @@ class FrameTracker:
                         continue
                     self._number_steps = self._number = None
                 self._markup += data[position : position + 1]
-                if len(self._markup) > self._MARKUP_LIMIT:
+                if len(self._markup) > MARKUP_LIMIT:
                     self._state = _LOST
                     return
                 self._open_value()

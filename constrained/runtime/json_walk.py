@@ -67,6 +67,10 @@ def _number_steps(fraction: bool) -> dict[tuple[int, int], int]:
 
 INTEGER_STEPS, NUMBER_STEPS = _number_steps(False), _number_steps(True)
 
+MARKUP_LIMIT = 4096
+"""The most bytes of call markup a tracker holds before a value opens; past
+it, the text is no markup the grammar writes, and the tracker lets it go."""
+
 STRING_STATE, KEY_STATE, EMPTY_KEY_STATE, EMPTY_STRING_STATE = 16, 17, 18, 19
 """:attr:`JsonWalk.leaf_state` of a free string at a character boundary
 outside an escape (past the number automaton's states), of a free key
@@ -483,7 +487,6 @@ class ArgumentsTracker:
     are one JSON value in the call's markup (``arguments_opening``), with a
     :class:`JsonWalk` through each call's arguments."""
 
-    _MARKUP_LIMIT = 4096
 
     def __init__(self, opening: re.Pattern[bytes], open_id: int, table: list[bytes],
                  walks: Callable[[str], JsonWalk | None]) -> None:
@@ -521,7 +524,7 @@ class ArgumentsTracker:
         markup = self._markup + data
         match = self._opening.match(markup)  # the opening, where the markup has it whole
         if match is None:
-            self._markup = markup if len(markup) <= self._MARKUP_LIMIT else None
+            self._markup = markup if len(markup) <= MARKUP_LIMIT else None
             return
         self._markup = None
         self._walk = self._walks(json.loads(match.group("tool")))

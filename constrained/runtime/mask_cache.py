@@ -18,7 +18,11 @@ the value, and what comes next depends on the closing token, not on the
 text. Such a value is one edge, labelled by its closing token, from the node
 where it opened; a typed value's own masks hang off that node, keyed by its
 tokens. A call's opening and closing tokens lead to one node each from the
-root, whichever call and tool (the grammar stands in one place after each).
+root, whichever call and tool (the grammar stands in one place after each);
+in Gemma's syntax the token that closes a call's arguments leads to one node
+per tool from the call's opening, whichever members came before, and a
+number written in its markup hangs off one node per member (when the
+members come in a fixed order).
 Inside JSON (hermes arguments, JSON values of the raw-value dialects, and
 Gemma's values in its own syntax) the nodes follow the value's skeleton
 byte by byte, from the bytes of the token before it: its
