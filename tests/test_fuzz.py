@@ -360,6 +360,30 @@ def test_gemma_calls_after_the_warm_up_find_every_mask_outside_strings_cached(di
     assert not any(computed) and compiled._masks.misses == kept, computed
 
 
+NOTE = {"type": "function", "function": {"name": "note", "parameters": {
+    "type": "object", "properties": {"title": {"type": "string"}, "extra": {}, "count": {"type": "integer"},
+                                     "tag": {"type": "string"}, "pinned": {"type": "boolean"}},
+    "required": ["title", "extra", "count", "tag", "pinned"]}}}
+
+
+@pytest.mark.parametrize("dialect", ["gemma4", "functiongemma"])
+def test_the_markup_after_a_value_is_shared_whatever_token_ended_it(dialect):
+    """Where members come in a fixed order, the masks of the markup after a
+    value are keyed by its member and the markup's text since, so a call
+    whose untyped value is a literal (ended by the ``,`` token) where the
+    warm-up wrote a string (ended by its delimiter) meets the warm-up's
+    masks again from the next key on."""
+    compiled = compile_tools([NOTE], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    warm_mask_cache(compiled)
+    kept = compiled._masks.misses
+    call = {"name": "note", "arguments": {"title": "a", "extra": True, "count": 3, "tag": "b", "pinned": True}}
+    computed = steps_from_llguidance(compiled, call)
+    assert not any(computed), computed
+    assert compiled._masks.misses - kept <= 1  # the mask after the literal's closing ``,``
+
+
 SCULPTURE = [
     {"type": "function", "function": {"name": "sculptor", "parameters": {
         "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}},

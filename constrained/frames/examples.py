@@ -29,6 +29,7 @@ from .model import (
     RefFrame,
     StringFrame,
     UnionFrame,
+    resolve_frame,
 )
 from .toolset import NormalizedTool
 
@@ -49,6 +50,8 @@ ExampleNumbers = Literal["plain", "fractions", "negative"]
 
 _DEPTH = 4
 """Nesting an example goes to at most (deeper frames have no example)."""
+_ENUM_VALUES = 8
+"""The most values of one top-level enum the warm-up's calls write."""
 
 
 class _NoExample(Exception):
@@ -68,6 +71,32 @@ def example_arguments(tool: NormalizedTool, numbers: ExampleNumbers = "plain") -
     if not isinstance(value, dict) or not frame_accepts(tool.root, value, tool.schema.definitions):
         return None
     return value
+
+
+def warm_up_arguments(tool: NormalizedTool) -> list[dict[str, Any]]:
+    """The arguments of the warm-up's calls of ``tool``, each accepted by its
+    parameters and each other than the ones before: the example (none:
+    ``{}``), with fractions and with negative numbers
+    (:func:`example_arguments`); then the example without each optional
+    top-level key in turn, so the keys after it are met after the key
+    before it too; then with each other value of a top-level enum (up to
+    8), whose text the grammar forces once its first token is chosen."""
+    plain = example_arguments(tool)
+    calls: list[dict[str, Any]] = [plain or {}]
+    for numbers in ("fractions", "negative"):
+        calls.append(example_arguments(tool, numbers) or {})
+    root = resolve_frame(tool.root, tool.schema.definitions)
+    if plain and isinstance(root, ObjectFrame):
+        calls += [{k: v for k, v in plain.items() if k != key} for key in plain if key not in root.required]
+        for key, member in root.properties:
+            frame = resolve_frame(member, tool.schema.definitions)
+            if key in plain and isinstance(frame, EnumFrame):
+                calls += [{**plain, key: value} for value in frame.values[1 : 1 + _ENUM_VALUES]]
+    unique: list[dict[str, Any]] = []
+    for arguments in calls:
+        if arguments not in unique and (arguments is calls[0] or frame_accepts(tool.root, arguments, tool.schema.definitions)):
+            unique.append(arguments)
+    return unique
 
 
 def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int, numbers: ExampleNumbers) -> Any:

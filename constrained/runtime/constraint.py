@@ -23,7 +23,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Sequence
 
 import numpy as np
@@ -341,6 +341,13 @@ class ToolCallConstraint:
             node = call.child(self._cache.label(member)).child(~token)
         elif inside:  # the token closed it (exactly one: else the row stops using the cache)
             node = start.child(~token) if closed == 1 and start is not None else None
+        elif call is not None and (after := tracker.markup_after_member) is not None:
+            # The markup after a member's value: keyed by the member and its
+            # text since, so calls meet again after values that ended alike
+            # in text but not in tokens (a string's delimiter, a number's
+            # last digit).
+            assert self._cache is not None
+            node = call.child(self._cache.label(("markup", *after))).child(token)
         else:
             node = node.child(token) if node is not None else None
         if arguments_open and call is not None and (tool := tracker.closed_arguments) is not None:
@@ -685,7 +692,7 @@ def _warm(compiled: CompiledTools) -> None:
     """:func:`warm_mask_cache`'s walks, by the caller that claimed them."""
     import torch
 
-    from ..frames.examples import ExampleNumbers, example_arguments
+    from ..frames.examples import warm_up_arguments
     from ..output.render import render_tool_calls
 
     cache = mask_cache(compiled)
@@ -697,16 +704,14 @@ def _warm(compiled: CompiledTools) -> None:
         if not forced:
             break
         constraint.consume_row(0, forced[:1])
-    calls = []
-    for tool in compiled.tools if len(compiled.tools) <= _HEAD_TOOLS else ():
-        variants: list[dict[str, Any]] = []
-        for numbers in get_args(ExampleNumbers):
-            arguments = example_arguments(tool, numbers) or {}
-            if arguments not in variants:
-                variants.append(arguments)
-        calls += [(tool, arguments) for arguments in variants]
+    tools = compiled.tools if len(compiled.tools) <= _HEAD_TOOLS else ()
+    variants = [warm_up_arguments(tool) for tool in tools]
+    # Every tool's first call, then every tool's second, and so on: the
+    # walks may stop at half the cache's rows.
+    calls = [(tool, arguments[turn]) for turn in range(max(map(len, variants), default=0))
+             for tool, arguments in zip(tools, variants) if turn < len(arguments)]
     for tool, arguments in calls:
-        if cache.rows >= cache.max_rows // 2:
+        if _half_full(cache):
             break  # the rest of the cache's rows are left to requests
         constraint.rollback(constraint._consumed[0])
         text = render_tool_calls([{"name": tool.name, "arguments": arguments}], compiled.tools, compiled.dialect,
@@ -721,11 +726,14 @@ def _walk_call(constraint: ToolCallConstraint, text: str) -> None:
     most :data:`_CALL_TOKENS` tokens. Where the tokenizer merged bytes the
     grammar forces with the text after them (Gemma's ``:-`` before a
     negative number), the forced token is fed and the rest tokenized anew;
-    the walk stops at any other token the grammar does not allow."""
+    the walk stops at any other token the grammar does not allow, and once
+    half the cache's rows are held."""
     tok = constraint.compiled.tokenizer
     ids = tok.encode(text)
     at = 0
     for _ in range(_CALL_TOKENS):
+        if constraint._cache is not None and _half_full(constraint._cache):
+            return
         constraint.fill_masks()
         if at == len(ids):
             return  # the mask after the call is filled: another call or the end
@@ -741,6 +749,12 @@ def _walk_call(constraint: ToolCallConstraint, text: str) -> None:
         at += 1
         if constraint.is_finished(0):
             return
+
+
+def _half_full(cache: MaskCache) -> bool:
+    """Whether the warm-up has used its share of ``cache``'s rows: a request
+    that goes past the cache's size starts it over, warm-up included."""
+    return cache.rows >= cache.max_rows // 2
 
 
 def _call_marks(compiled: CompiledTools) -> dict[int, int]:

@@ -79,6 +79,7 @@ class FrameTracker:
         self._members_in_order = members_in_order
         self._member: tuple[str, str] | None = None  # the open value's (tool, key), when it alone decides what follows
         self._closed_member: tuple[str, str] | None = None
+        self._value_end = 0  # where the markup after the last closed value begins
         self._number_steps: dict[tuple[int, int], int] | None = None  # the open value's, when a plain number
         self._number: int | None = None  # where its text stands in them, while it is only a number
         self._guards: ValueGuards | None = None  # the open value's, when it takes any text
@@ -97,12 +98,12 @@ class FrameTracker:
         return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
                 self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
                 self._closed_member, self._walk, self._walk.snapshot() if self._walk is not None else None,
-                self._pending)
+                self._pending, self._value_end)
 
     def restore(self, snapshot: tuple[object, ...]) -> None:
         (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
          self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-         self._closed_member, self._walk, walked, self._pending) = snapshot  # type: ignore[assignment]
+         self._closed_member, self._walk, walked, self._pending, self._value_end) = snapshot  # type: ignore[assignment]
         if self._walk is not None:
             self._walk.restore(walked)  # type: ignore[arg-type]
 
@@ -148,6 +149,16 @@ class FrameTracker:
         so after a key's value come the members after it, whichever came
         before."""
         return self._closed_member
+
+    @property
+    def markup_after_member(self) -> tuple[str, str, bytes] | None:
+        """In the markup after a :attr:`closed_member`: its tool and key and
+        the markup's bytes since its value ended, which with the last token
+        decide where the grammar stands (the members come in a fixed
+        order), whatever ended the value; else None."""
+        if self._state != _MARKUP or self._closed_member is None:
+            return None
+        return (*self._closed_member, self._markup[self._value_end :])
 
     @property
     def closed_arguments(self) -> str | None:
@@ -203,7 +214,7 @@ class FrameTracker:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
             self._state, self._tool, self._markup = _MARKUP, None, b""
-            self._number_steps = self._number = self._member = self._walk = self._pending = None
+            self._number_steps = self._number = self._member = self._closed_member = self._walk = self._pending = None
             return
         if token == self._close_call_id:
             self._state, self._walk = _OUTSIDE, None
@@ -276,7 +287,7 @@ class FrameTracker:
                 if step is not None:
                     self._number = step
                     continue
-                self._end_value(self._markup)  # the byte ended it; the markup goes on
+                self._end_value(self._markup, len(self._markup) - 1)  # the byte ended it; the markup goes on
                 self._open_value()
             elif self._state == _MARKUP:
                 if self._pending is not None:  # a value the JSON walk follows may start here
@@ -358,12 +369,13 @@ class FrameTracker:
     def _in_order(self, tool: str, key: str) -> tuple[str, str] | None:
         return (tool, key) if self._members_in_order and not self._values_decide(tool) else None
 
-    def _end_value(self, markup: bytes = b"") -> None:
+    def _end_value(self, markup: bytes = b"", end: int | None = None) -> None:
         """Close the open value; ``markup``: what the markup after it holds
         so far (a number written in the markup keeps the markup before it)."""
         self._state, self._markup = _MARKUP, markup
         self._number_steps = self._number = self._walk = None
         self._closed_member, self._member = self._member, None
+        self._value_end = len(markup) if end is None else end
         self._closings += 1
 
     def _track_utf8(self, data: bytes) -> None:
