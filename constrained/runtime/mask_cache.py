@@ -22,7 +22,9 @@ root, whichever call and tool (the grammar stands in one place after each);
 in Gemma's syntax the token that closes a call's arguments leads to one node
 per tool from the call's opening, whichever members came before, and a
 number written in its markup hangs off one node per member (when the
-members come in a fixed order).
+members come in a fixed order). Where they do, the markup after a value
+hangs off one node per member and text since the value, whichever token
+ended it.
 Inside JSON (hermes arguments, JSON values of the raw-value dialects, and
 Gemma's values in its own syntax) the nodes follow the value's skeleton
 byte by byte, from the bytes of the token before it: its
