@@ -7,7 +7,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from constrained.frames.examples import example_arguments
+from constrained.frames.examples import example_arguments, warm_up_arguments
 from constrained.frames.toolset import normalize_tool_set, normalize_tools
 
 from corpus import bfcl_functions, mcp_calls
@@ -93,3 +93,26 @@ def test_an_array_and_a_map_have_two_members_where_they_may():
         "small": {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 1}}}
     assert example(parameters) == {"l": ["x", "x"], "one": ["x"], "m": {"x": 1, "y": 1}, "small": {}}
     jsonschema.validate(example(parameters), parameters)
+
+
+def test_the_warm_up_s_calls_drop_each_optional_key_and_write_each_enum_value():
+    """The warm-up's calls of a tool: the example, then with fractions and
+    negative numbers where any number goes, then without each optional key
+    in turn, then with each other enum value (up to 8); each valid, none
+    twice."""
+    parameters = {"type": "object", "properties": {
+        "mode": {"enum": ["fast", "slow", "safe"]}, "n": {"type": "integer"}, "note": {"type": "string"}},
+        "required": ["mode"]}
+    calls = warm_up_arguments(normalize_tools([tool(parameters)])[0])
+    assert calls == [
+        {"mode": "fast", "n": 1, "note": "x"},
+        {"mode": "fast", "n": -1, "note": "x"},
+        {"mode": "fast", "note": "x"},
+        {"mode": "fast", "n": 1},
+        {"mode": "slow", "n": 1, "note": "x"},
+        {"mode": "safe", "n": 1, "note": "x"},
+    ]
+    for arguments in calls:
+        jsonschema.validate(arguments, parameters)
+    many = {"type": "object", "properties": {"k": {"enum": [f"v{i}" for i in range(20)]}}, "required": ["k"]}
+    assert len(warm_up_arguments(normalize_tools([tool(many)])[0])) == 9
