@@ -12,7 +12,7 @@ keys), or none.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from collections.abc import Mapping
 
 from .accepts import frame_accepts
@@ -81,22 +81,21 @@ def warm_up_arguments(tool: NormalizedTool) -> list[dict[str, Any]]:
     top-level key in turn, so the keys after it are met after the key
     before it too; then with each other value of a top-level enum (up to
     8), whose text the grammar forces once its first token is chosen."""
-    plain = example_arguments(tool)
-    calls: list[dict[str, Any]] = [plain or {}]
-    for numbers in ("fractions", "negative"):
-        calls.append(example_arguments(tool, numbers) or {})
+    examples = [example_arguments(tool, numbers) or {} for numbers in get_args(ExampleNumbers)]
+    plain, derived = examples[0], []
     root = resolve_frame(tool.root, tool.schema.definitions)
     if plain and isinstance(root, ObjectFrame):
-        calls += [{k: v for k, v in plain.items() if k != key} for key in plain if key not in root.required]
+        derived += [{k: v for k, v in plain.items() if k != key} for key in plain if key not in root.required]
         for key, member in root.properties:
             frame = resolve_frame(member, tool.schema.definitions)
             if key in plain and isinstance(frame, EnumFrame):
-                calls += [{**plain, key: value} for value in frame.values[1 : 1 + _ENUM_VALUES]]
-    unique: list[dict[str, Any]] = []
-    for arguments in calls:
-        if arguments not in unique and (arguments is calls[0] or frame_accepts(tool.root, arguments, tool.schema.definitions)):
-            unique.append(arguments)
-    return unique
+                derived += [{**plain, key: value} for value in frame.values[1 : 1 + _ENUM_VALUES]]
+    accepted = [arguments for arguments in derived if frame_accepts(tool.root, arguments, tool.schema.definitions)]
+    calls: list[dict[str, Any]] = []
+    for arguments in examples + accepted:
+        if arguments not in calls:
+            calls.append(arguments)
+    return calls
 
 
 def _example(frame: Frame, definitions: Mapping[str, Frame], depth: int, numbers: ExampleNumbers) -> Any:

@@ -321,7 +321,7 @@ class ToolCallConstraint:
             self._nodes[row] = self._in_json(row, arguments.walk, arguments.walk is walk, node, token)
             return
         inside, text, closed = tracker.in_traceless_value, tracker.in_any_text_value, tracker.values_closed
-        walk, arguments_open = tracker.walk, tracker.closed_arguments is None
+        walk = tracker.walk
         tracker.feed(token)
         closed = tracker.values_closed - closed
         if inside and closed == 0 and tracker.in_traceless_value:  # still inside the value
@@ -350,9 +350,11 @@ class ToolCallConstraint:
             node = call.child(self._cache.label(("markup", *after))).child(token)
         else:
             node = node.child(token) if node is not None else None
-        if arguments_open and call is not None and (tool := tracker.closed_arguments) is not None:
-            # Past the arguments the grammar stands in one place, whichever
-            # members came before: one node per tool and closing token.
+        if call is not None and (tool := tracker.closed_arguments) is not None:
+            # The token closed the arguments (a token fed in the markup adds
+            # to it, so they were not closed before): past them the grammar
+            # stands in one place, whichever members came before; one node
+            # per tool and closing token.
             assert self._cache is not None
             node = call.child(self._cache.label(("arguments closed", tool))).child(token)
         if tracker.in_traceless_value:  # the token opened one
@@ -662,13 +664,15 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
     set walk: the tokens the grammar forces from the start and the mask of
     the first choice, then (up to 16 tools) one call of each tool with
     example arguments (:func:`~constrained.frames.examples.example_arguments`;
-    without any, a call with none), and where the tool takes any number or
-    integer one with fractions and one with negative numbers (masks there
-    are one per state of the number's text: ``0.5`` reaches the states
-    after a leading zero, a point and a decimal, ``-0.5`` and ``-1`` the
-    state after a minus, and the tokens a value begins with may hold the
-    bytes before it, ``[0`` or ``[-``), for as long as the grammar allows
-    their tokens. Once a value that leaves no trace is closed, the masks after it
+    without any, a call with none), and the other calls of
+    :func:`~constrained.frames.examples.warm_up_arguments`: with fractions
+    and negative numbers where the tool takes any number or integer (masks
+    there are one per state of the number's text: ``0.5`` reaches the
+    states after a leading zero, a point and a decimal, ``-0.5`` and ``-1``
+    the state after a minus, and the tokens a value begins with may hold
+    the bytes before it, ``[0`` or ``[-``), without each optional key, and
+    with each other value of a top-level enum, for as long as the grammar
+    allows their tokens. Once a value that leaves no trace is closed, the masks after it
     serve every call that writes the same keys (:meth:`ToolCallConstraint._advance`),
     so the walk computes the markup of the tool's keys, the closings of its
     values and the end of the call. These are llguidance's costliest masks
@@ -716,23 +720,23 @@ def _warm(compiled: CompiledTools) -> None:
         constraint.rollback(constraint._consumed[0])
         text = render_tool_calls([{"name": tool.name, "arguments": arguments}], compiled.tools, compiled.dialect,
                                  key_order=compiled.key_order)
-        _walk_call(constraint, text)
+        _walk_call(constraint, cache, text)
     cache.index_rows()
 
 
-def _walk_call(constraint: ToolCallConstraint, text: str) -> None:
+def _walk_call(constraint: ToolCallConstraint, cache: MaskCache, text: str) -> None:
     """Feed row 0 the rendered call ``text`` as a model writes it under the
     mask, filling the mask before each token and after the call, for at
     most :data:`_CALL_TOKENS` tokens. Where the tokenizer merged bytes the
     grammar forces with the text after them (Gemma's ``:-`` before a
     negative number), the forced token is fed and the rest tokenized anew;
     the walk stops at any other token the grammar does not allow, and once
-    half the cache's rows are held."""
+    half of ``cache``'s rows (the constraint's) are held."""
     tok = constraint.compiled.tokenizer
     ids = tok.encode(text)
     at = 0
     for _ in range(_CALL_TOKENS):
-        if constraint._cache is not None and _half_full(constraint._cache):
+        if _half_full(cache):
             return
         constraint.fill_masks()
         if at == len(ids):
