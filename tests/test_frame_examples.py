@@ -68,9 +68,10 @@ def test_most_bfcl_tools_have_an_example():
 
 def test_the_warm_up_s_other_examples_write_fractions_and_negative_numbers_where_any_number_goes():
     """The other examples the warm-up writes: 0.5 where any number goes (its
-    text reaches a leading zero, a point and a decimal), then -0.5, and -1
-    where any integer goes (a minus); numbers under bounds or a multipleOf
-    keep their plainest value."""
+    text reaches a leading zero, a point and a decimal) and 0 where any
+    integer goes (a leading zero, after which no digit may come), then -0.5
+    and -1 (a minus); numbers under bounds or a multipleOf keep their
+    plainest value."""
     parameters = {"type": "object", "properties": {
         "x": {"type": "number"}, "n": {"type": "integer"}, "b": {"type": "number", "minimum": 2},
         "m": {"type": "integer", "multipleOf": 3}, "t": {"type": "integer", "maximum": 0},
@@ -78,7 +79,7 @@ def test_the_warm_up_s_other_examples_write_fractions_and_negative_numbers_where
     normalized = normalize_tools([tool(parameters)])[0]
     fractions = example_arguments(normalized, "fractions")
     negative = example_arguments(normalized, "negative")
-    assert fractions == {"x": 0.5, "n": 1, "b": 2, "m": 3, "t": 0, "l": [0.5, 0.5]}
+    assert fractions == {"x": 0.5, "n": 0, "b": 2, "m": 3, "t": 0, "l": [0.5, 0.5]}
     assert negative == {"x": -0.5, "n": -1, "b": 2, "m": 3, "t": 0, "l": [-0.5, -0.5]}
     for arguments in (fractions, negative):
         jsonschema.validate(arguments, parameters)
@@ -98,21 +99,30 @@ def test_an_array_and_a_map_have_two_members_where_they_may():
 def test_the_warm_up_s_calls_drop_each_optional_key_and_write_each_enum_value():
     """The warm-up's calls of a tool: the example, then with fractions and
     negative numbers where any number goes, then without each optional key
-    in turn, then with each other enum value (up to 8); each valid, none
-    twice."""
+    in turn and with each optional key alone, then with every enum at each
+    other value (up to 8), nested ones too, with booleans false, values of
+    any type of other types along the way, then with arrays empty and of
+    one item; each valid, none twice."""
     parameters = {"type": "object", "properties": {
-        "mode": {"enum": ["fast", "slow", "safe"]}, "n": {"type": "integer"}, "note": {"type": "string"}},
+        "mode": {"enum": ["fast", "slow", "safe", "sure"]}, "n": {"type": "integer"}, "note": {"type": "string"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}}, "on": {"type": "boolean"}, "any": {}},
         "required": ["mode"]}
     calls = warm_up_arguments(normalize_tools([tool(parameters)])[0])
+    plain = {"mode": "fast", "n": 1, "note": "x", "tags": ["a", "a"], "on": True, "any": "x"}
+    optional = ("n", "note", "tags", "on", "any")
     assert calls == [
-        {"mode": "fast", "n": 1, "note": "x"},
-        {"mode": "fast", "n": -1, "note": "x"},
-        {"mode": "fast", "note": "x"},
-        {"mode": "fast", "n": 1},
-        {"mode": "slow", "n": 1, "note": "x"},
-        {"mode": "safe", "n": 1, "note": "x"},
+        plain,
+        {**plain, "n": 0},
+        {**plain, "n": -1},
+        *({k: v for k, v in plain.items() if k != key} for key in optional),
+        *({"mode": "fast", key: plain[key]} for key in optional),
+        {**plain, "mode": "slow", "tags": ["b", "b"], "on": False, "any": ["x", "x"]},
+        {**plain, "mode": "safe", "any": 1},
+        {**plain, "mode": "sure", "any": {"x": "x"}},
+        {**plain, "tags": []},
+        {**plain, "tags": ["a"]},
     ]
     for arguments in calls:
         jsonschema.validate(arguments, parameters)
     many = {"type": "object", "properties": {"k": {"enum": [f"v{i}" for i in range(20)]}}, "required": ["k"]}
-    assert len(warm_up_arguments(normalize_tools([tool(many)])[0])) == 9
+    assert len(warm_up_arguments(normalize_tools([tool(many)])[0])) == 8

@@ -360,6 +360,38 @@ def test_gemma_calls_after_the_warm_up_find_every_mask_outside_strings_cached(di
     assert not any(computed) and compiled._masks.misses == kept, computed
 
 
+STATION = {"type": "function", "function": {"name": "station", "parameters": {
+    "type": "object", "properties": {
+        "site": {"type": "string"}, "reads": {"type": "array", "items": {"type": "number"}},
+        "count": {"type": "integer"}, "live": {"type": "boolean"},
+        "services": {"type": "array", "items": {"enum": ["Violin Lessons", "Home Delivery", "Guitar Repair"]}},
+        "tags": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "string"}}]}, "extra": {}},
+    "required": ["site"]}}}
+
+
+@pytest.mark.parametrize("arguments", [
+    {"site": "Oslo", "reads": [2.5, -7.25]},  # ':[' then ',-', where the warm-up wrote ':' then '[-'
+    {"site": "Oslo", "services": ["Home Delivery", "Guitar Repair"]},  # an enum in an array
+    {"site": "Oslo", "count": 0, "live": False},
+    {"site": "Oslo", "reads": [], "count": 2},
+    {"site": "Oslo", "tags": ["a", "b"]},  # a union's second option
+    {"site": "Oslo", "extra": ["a", "b"]},  # a value of any type, an array
+])
+def test_gemma_calls_after_the_warm_up_find_values_of_every_shape_cached(arguments):
+    """The warm-up's calls write every enum at each of its values, nested
+    ones too, booleans false, integers 0, arrays empty, unions' other
+    options and values of any type of other types, and each optional key
+    alone after the required ones; and a JSON value's masks hang off its
+    member, however the token that opened it fell. Calls of those shapes
+    then ask llguidance nothing, not even for forced tokens."""
+    compiled = compile_tools([STATION], "gemma4", "gemma4", tool_choice="required", key_order="schema")
+    object.__setattr__(compiled, "_masks", None)
+    warm_mask_cache(compiled)
+    kept = compiled._masks.misses
+    computed = steps_from_llguidance(compiled, {"name": "station", "arguments": arguments})
+    assert not any(computed) and compiled._masks.misses == kept, computed
+
+
 NOTE = {"type": "function", "function": {"name": "note", "parameters": {
     "type": "object", "properties": {"title": {"type": "string"}, "extra": {}, "count": {"type": "integer"},
                                      "tag": {"type": "string"}, "pinned": {"type": "boolean"}},
@@ -584,9 +616,10 @@ def test_a_warmed_mask_cache_holds_llguidance_s_trunk(dialect, choice):
     if node.mask is None:  # the run opened a value of any text: its masks are precomputed rows
         assert forced and not node.children
     else:
-        words = np.zeros_like(node.mask)
+        words, kept = np.zeros((2, (compiled.tokenizer.vocab_size + 31) // 32), dtype=np.uint32)
         reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
-        assert np.array_equal(node.mask, words) and np.unpackbits(words.view(np.uint8)).sum() > 1
+        compiled._masks.write(node, kept)
+        assert np.array_equal(kept, words) and np.unpackbits(words.view(np.uint8)).sum() > 1
     summary = fuzz(compiled, 4, zlib.crc32(dialect.encode()), WalkOptions(budget=200, crosscheck_every=1))
     assert summary.ok, [run.to_json() for run in summary.failures]
 

@@ -1,19 +1,20 @@
 """The mask cache's own promises (``constrained.runtime.mask_cache``): a
-forced token is kept as its id, a row as a copy, a reused row is indexed by
-the tokens it forbids, and a full cache starts over. That cached masks equal
+forced token is kept as its id, a row as a copy or as the few words it
+allows, a reused row is indexed by the tokens it forbids, and a full cache
+starts over. That cached masks equal
 llguidance's is checked where they are used (``tests/test_fuzz.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from constrained.runtime.mask_cache import MaskCache, MaskNode, single_token
+from constrained.runtime.mask_cache import MaskCache, MaskNode, SparseRow, single_token, write_token
 
 VOCAB = 100  # four words, the last one partly past the vocabulary
 
 
-def packed(allowed: list[int]) -> np.ndarray:
-    bits = np.zeros(128, dtype=bool)
+def packed(allowed: list[int], vocab: int = VOCAB) -> np.ndarray:
+    bits = np.zeros((vocab + 31) // 32 * 32, dtype=bool)
     bits[allowed] = True
     return np.packbits(bits, bitorder="little").view(np.uint32).copy()
 
@@ -43,17 +44,60 @@ def test_a_row_is_kept_as_a_copy_and_indexed_by_what_it_forbids_when_reused():
 
 
 def test_a_full_cache_starts_over():
-    cache = MaskCache(VOCAB, max_rows=2, max_masks=4)
+    def dense(token: int) -> np.ndarray:  # a packed row of 16 bytes, one per token
+        return packed([t for t in range(VOCAB) if t != token])
+
+    cache = MaskCache(VOCAB, max_bytes=32, max_masks=4)
     first = cache.root
     for token in (1, 2):
-        cache.store(first.child(token), packed([1, 2, 3]))
-    assert cache.root is first and cache.rows == 2
-    cache.store(first.child(3), packed([1, 2, 3]))  # a third row
-    assert cache.root is not first and (cache.rows, cache.masks) == (1, 1)
+        cache.store(first.child(token), dense(token))
+    assert cache.root is first and (cache.rows, cache.bytes) == (2, 32)
+    cache.store(first.child(3), dense(3))  # a third row
+    assert cache.root is not first and (cache.rows, cache.bytes, cache.masks) == (1, 16, 1)
     second = cache.root
     for token in range(4):
         cache.store(second.child(token), packed([token]))  # forced tokens count toward max_masks
     assert cache.root is not second
+
+
+def test_equal_rows_are_kept_once():
+    """A string's mask recurs at every string of a tool set: a row equal
+    to one kept already is that array, and takes no more room."""
+    cache = MaskCache(VOCAB)
+    allowed = [t for t in range(VOCAB) if t not in (5, 40)]
+    first, second, other = cache.root.child(1), cache.root.child(2), cache.root.child(3)
+    cache.store(first, packed(allowed))
+    cache.store(second, packed(allowed))
+    cache.store(other, packed(allowed[1:]))
+    assert second.mask is first.mask and other.mask is not first.mask
+    assert (cache.rows, cache.bytes) == (3, 32)
+    out = np.zeros(4, dtype=np.uint32)
+    cache.write(second, out)
+    assert np.array_equal(out, packed(allowed))
+
+
+def test_a_row_that_allows_few_words_is_kept_as_those_words():
+    """A choice among a few tokens (keys, names, enum values) is kept as
+    the words it allows, 12 bytes a word, and written over what the row
+    held: one token, another sparse row, or anything (the whole row)."""
+    cache = MaskCache(VOCAB)
+    cache.store(cache.root.child(0), packed([3, 4, 70]))  # 3 of 4 words: smaller as the row
+    assert isinstance(cache.root.child(0).mask, np.ndarray)
+    cache = MaskCache(1024)
+    choice, other = cache.root.child(1), cache.root.child(2)
+    assert cache.store(choice, packed([3, 4, 70], 1024)) is None
+    assert isinstance(choice.mask, SparseRow) and choice.mask.words.tolist() == [0, 2]
+    assert (cache.rows, cache.bytes) == (1, 2 * 12)
+    cache.store(other, packed([35, 99], 1024))
+    out = packed(list(range(1024)), 1024)
+    cache.write(choice, out)  # held unknown: the whole row is cleared
+    assert np.array_equal(out, packed([3, 4, 70], 1024))
+    cache.write(other, out, choice.mask)  # only the words the row held are cleared
+    assert np.array_equal(out, packed([35, 99], 1024))
+    write_token(out, 64, other.mask)
+    assert np.array_equal(out, packed([64], 1024))
+    cache.write(choice, out, 64)
+    assert np.array_equal(out, packed([3, 4, 70], 1024))
 
 
 def test_children_are_labelled_by_token_and_closing():

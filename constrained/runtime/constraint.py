@@ -160,6 +160,10 @@ class ToolCallConstraint:
         # Per row, the one token its filled mask allows, when known (CPU
         # apply keeps just that logit), else None.
         self._single: list[int | None] = [None] * batch_size
+        # Per row, what its host bitmask row holds when known, so the next
+        # fill need not write it again: a kept mask (its token or its row)
+        # or a precomputed raw-text row, by identity; else None.
+        self._holding: list[object] = [None] * batch_size
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
         self._cache: MaskCache | None = mask_cache(compiled) if cache_masks else None
         self._trackers = frame_trackers(compiled, batch_size, self._cache.walks if self._cache is not None else None)
@@ -358,27 +362,31 @@ class ToolCallConstraint:
             assert self._cache is not None
             node = call.child(self._cache.label(("arguments closed", tool))).child(token)
         if tracker.in_traceless_value:  # the token opened one
+            # Where its member alone decides what follows, a number written in
+            # the markup (Gemma) and a JSON value are keyed from one node per
+            # member, whether the token also holds the markup before the
+            # value (``:[`` against ``:`` then ``[-``) or not.
+            opened = tracker.open_member if call is not None and before is not None and not inside else None
+            member_node = None
+            if opened is not None:
+                assert call is not None and self._cache is not None
+                member_node = call.child(self._cache.label(("value", *opened)))
             number = tracker.number_state
             if number and not inside and before is not None:
-                # It also began a number written in the markup (Gemma): keyed
-                # by its member where that alone decides what follows (the
-                # token may hold the key's ``:`` too, or not), else from
-                # before the token, whatever digit it began with.
-                opened = tracker.open_member
-                if opened is not None and call is not None:
-                    assert self._cache is not None
-                    before = call.child(self._cache.label(("number", *opened)))
+                # It also began a number written in the markup: else keyed
+                # from before the token, whatever digit it began with.
+                before = member_node or before
                 node, start = before.child(LEAF_LABELS + number), before
             else:
                 start = node
                 if tracker.in_any_text_value:
                     node = None
                 elif tracker.walk is not None:  # JSON: its skeleton begins in this token
-                    node = self._in_json(row, tracker.walk, False, before, token)
+                    node = self._in_json(row, tracker.walk, False, before, token, member_node)
         self._nodes[row], self._value_starts[row] = node, start
 
     def _in_json(self, row: int, walk: JsonWalk | None, walking: bool, before: MaskNode | None,
-                 token: int) -> MaskNode | None:
+                 token: int, member: MaskNode | None = None) -> MaskNode | None:
         """The row's node after ``token`` (from ``before``) inside JSON that
         ``walk`` follows (``walking``: since before the token). From the node
         where the walk began, the nodes follow the value's skeleton byte by
@@ -387,15 +395,19 @@ class ToolCallConstraint:
         masks depend on the bytes and the last token (:mod:`.mask_cache`),
         and inside a free leaf on neither its text nor how it was cut into
         tokens. So another value with the same skeleton, however its tokens
-        fall, finds the same nodes."""
+        fall, finds the same nodes. ``member``: where a value that begins in
+        this token is keyed by its member, its skeleton begins there instead."""
         if before is None or walk is None:
             return before.child(token) if before is not None else None
         skeleton = self._skeletons[row]
         if not walking or skeleton is None:
             # The value began in this token: its skeleton from the bytes of the token before it.
             assert self._cache is not None
-            data = self.compiled.tokenizer.token_bytes(token)
-            skeleton = before.child(self._cache.label(("value", data[: len(data) - (walk.first_fed or 0)])))
+            if member is not None:
+                skeleton = member
+            else:
+                data = self.compiled.tokenizer.token_bytes(token)
+                skeleton = before.child(self._cache.label(("value", data[: len(data) - (walk.first_fed or 0)])))
             self._kept[row] = ()
         for entry in walk.skeleton:
             if entry < MARK:
@@ -540,21 +552,22 @@ class ToolCallConstraint:
         buffers = self._require_buffers()
         words = buffers.host_words
         pending: list[tuple[Any, int, MaskNode | None]] = []
-        forbidden, single, nodes, trackers, cache = self._forbidden, self._single, self._nodes, self._trackers, self._cache
+        forbidden, single, holding = self._forbidden, self._single, self._holding
+        nodes, trackers, cache = self._nodes, self._trackers, self._cache
         for row, state in enumerate(self._states):
-            # The row's one allowed token of the last fill: then that bit is
-            # all the row holds, and writing one token clears just its word.
-            held = single[row]
-            forbidden[row] = single[row] = None
+            held = holding[row]
+            forbidden[row] = single[row] = holding[row] = None
             if state is _ACTIVE:
                 self._masked[row] = True
                 node = nodes[row]
                 if trackers is not None and trackers[row].in_text_frame:
-                    forbidden[row] = trackers[row].fill(words[row], self._matchers[row].validate_tokens)
+                    forbidden[row], holding[row] = trackers[row].fill(words[row], self._matchers[row].validate_tokens,
+                                                                      held)
                     self.precomputed_rows += 1
                 elif node is not None and (mask := node.mask) is not None:
                     assert cache is not None
                     forbidden[row] = cache.write(node, words[row], held)
+                    holding[row] = mask
                     single[row] = mask if isinstance(mask, int) else None
                     self.cached_rows += 1
                     self._misses[row] = 0
@@ -562,7 +575,7 @@ class ToolCallConstraint:
                     # llguidance's mask where bytes are forced allows just the
                     # first token of their tokenization (the fuzzer's crosscheck
                     # compares the two).
-                    single[row] = token = forced[0]
+                    single[row] = holding[row] = token = forced[0]
                     write_token(words[row], token, held)
                     if node is not None:
                         assert cache is not None
@@ -586,10 +599,11 @@ class ToolCallConstraint:
         cpu = buffers.device.type == "cpu"
         for _, row, node in pending:
             if node is None:
-                self._single[row] = single_token(buffers.host_words[row]) if cpu else None
+                self._single[row] = self._holding[row] = single_token(buffers.host_words[row]) if cpu else None
                 continue
             assert self._cache is not None
             self._single[row] = self._cache.store(node, buffers.host_words[row])
+            self._holding[row] = node.mask  # the row the cache kept is a copy of the host's
             if self._single[row] is None and self._keyed_on_text(row):  # a forced token costs nothing to keep
                 self._misses[row] += 1
                 if self._misses[row] >= MISSES_IN_A_ROW:
@@ -667,12 +681,15 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
     without any, a call with none), and the other calls of
     :func:`~constrained.frames.examples.warm_up_arguments`: with fractions
     and negative numbers where the tool takes any number or integer (masks
-    there are one per state of the number's text: ``0.5`` reaches the
-    states after a leading zero, a point and a decimal, ``-0.5`` and ``-1``
-    the state after a minus, and the tokens a value begins with may hold
-    the bytes before it, ``[0`` or ``[-``), without each optional key, and
-    with each other value of a top-level enum, for as long as the grammar
-    allows their tokens. Once a value that leaves no trace is closed, the masks after it
+    there are one per state of the number's text: ``0.5`` and ``0`` reach
+    the states after a leading zero, a point and a decimal, ``-0.5`` and
+    ``-1`` the state after a minus, and the tokens a value begins with may
+    hold the bytes before it, ``[0`` or ``[-``), without each optional key
+    and with each alone, with every enum at each of its values (nested ones
+    too), booleans false, arrays empty, unions' other options and values of
+    any type of other types, for as long as the grammar allows their
+    tokens; then the first call twice, where the grammar allows a second
+    call. Once a value that leaves no trace is closed, the masks after it
     serve every call that writes the same keys (:meth:`ToolCallConstraint._advance`),
     so the walk computes the markup of the tool's keys, the closings of its
     values and the end of the call. These are llguidance's costliest masks
@@ -680,7 +697,7 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
     first use), so an engine computes them where it compiles, on its compile
     thread, and the decoding step finds them cached; in a loop of one's own
     the first constraint computes them before its first mask. The walks stop once
-    half the cache's rows are held, the rest being left to requests, and
+    the rows held take half the cache's room, the rest being left to requests, and
     the rows kept are indexed by the tokens they forbid (as their first
     reuse would). The cache then holds what those calls, made as requests,
     would have left there.
@@ -716,11 +733,16 @@ def _warm(compiled: CompiledTools) -> None:
              for tool, arguments in zip(tools, variants) if turn < len(arguments)]
     for tool, arguments in calls:
         if _half_full(cache):
-            break  # the rest of the cache's rows are left to requests
+            break  # the rest of the cache's room is left to requests
         constraint.rollback(constraint._consumed[0])
         text = render_tool_calls([{"name": tool.name, "arguments": arguments}], compiled.tools, compiled.dialect,
                                  key_order=compiled.key_order)
         _walk_call(constraint, cache, text)
+    if calls and not _half_full(cache):  # a second call after the first, where the grammar allows one
+        constraint.rollback(constraint._consumed[0])
+        twice = [{"name": calls[0][0].name, "arguments": calls[0][1]}] * 2
+        _walk_call(constraint, cache, render_tool_calls(twice, compiled.tools, compiled.dialect,
+                                                        key_order=compiled.key_order))
     cache.index_rows()
 
 
@@ -731,7 +753,7 @@ def _walk_call(constraint: ToolCallConstraint, cache: MaskCache, text: str) -> N
     grammar forces with the text after them (Gemma's ``:-`` before a
     negative number), the forced token is fed and the rest tokenized anew;
     the walk stops at any other token the grammar does not allow, and once
-    half of ``cache``'s rows (the constraint's) are held."""
+    the rows held take half ``cache``'s room (the constraint's)."""
     tok = constraint.compiled.tokenizer
     ids = tok.encode(text)
     at = 0
@@ -756,9 +778,9 @@ def _walk_call(constraint: ToolCallConstraint, cache: MaskCache, text: str) -> N
 
 
 def _half_full(cache: MaskCache) -> bool:
-    """Whether the warm-up has used its share of ``cache``'s rows: a request
-    that goes past the cache's size starts it over, warm-up included."""
-    return cache.rows >= cache.max_rows // 2
+    """Whether the warm-up has used its share of ``cache``'s room for rows: a
+    request that goes past the cache's size starts it over, warm-up included."""
+    return cache.bytes >= cache.max_bytes // 2
 
 
 def _call_marks(compiled: CompiledTools) -> dict[int, int]:

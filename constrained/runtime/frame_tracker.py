@@ -183,21 +183,25 @@ class FrameTracker:
         """Whether the next mask is a precomputed row (:meth:`fill`)."""
         return self._state == _VALUE and self._fast and self._need == 0
 
-    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int]) -> torch.Tensor | None:
+    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int],
+             held: object = None) -> tuple[torch.Tensor | None, np.ndarray | None]:
         """Write the mask into ``row`` (``uint32`` words); return the tokens
-        it forbids when they are exactly the precomputed ones (else None).
-        ``validate`` is the matcher's ``validate_tokens``: it judges the
-        tokens that end the value and go on."""
+        it forbids when they are exactly the precomputed ones (else None),
+        and the precomputed array ``row`` now equals (None when the step
+        added or took tokens). ``validate`` is the matcher's
+        ``validate_tokens``: it judges the tokens that end the value and go
+        on. ``held``: an array ``row`` is known to equal (then it is not
+        copied again when the mask is that array)."""
         masks, state = self.masks, self._kmp
-        np.copyto(row, masks.inside[state])
+        written = masks.written[state]
+        if held is not written:
+            np.copyto(row, written)
         forbidden: torch.Tensor | None = None
-        if masks.close_token is not None:  # the closing token is always allowed
-            row[masks.close_token >> 5] |= np.uint32(1 << (masks.close_token & 31))
-            forbidden = masks.forbidden(state)
-        elif (self._initial and not self.syntax.close_at_start) or not (
+        equals: np.ndarray | None = None
+        if masks.close_token is not None or (self._initial and not self.syntax.close_at_start) or not (
             masks.completing[state] or masks.crossing[state]
         ):
-            forbidden = masks.forbidden(state)
+            forbidden, equals = masks.forbidden(state), written
         else:
             for token in masks.completing[state]:
                 row[token >> 5] |= np.uint32(1 << (token & 31))
@@ -207,8 +211,8 @@ class FrameTracker:
         bad = self._guards.bad(self._tail, state) if self._guards is not None else _NO_TOKENS
         if bad.size:  # tokens that would complete a guard
             np.bitwise_and.at(row, bad >> 5, ~(np.uint32(1) << (bad & 31).astype(np.uint32)))
-            return None
-        return forbidden
+            return None, None
+        return forbidden, equals
 
     def feed(self, token: int) -> None:
         """Advance past ``token``, which the grammar accepted."""

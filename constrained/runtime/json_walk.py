@@ -485,13 +485,14 @@ def member_frame(frame: ObjectFrame, key: str) -> Frame | None:
 class ArgumentsTracker:
     """Follows one sequence through the calls of a dialect whose arguments
     are one JSON value in the call's markup (``arguments_opening``), with a
-    :class:`JsonWalk` through each call's arguments."""
+    :class:`JsonWalk` through each call's arguments, from the call's
+    opening token to its closing one."""
 
-
-    def __init__(self, opening: re.Pattern[bytes], open_id: int, table: list[bytes],
+    def __init__(self, opening: re.Pattern[bytes], open_id: int, close_id: int | None, table: list[bytes],
                  walks: Callable[[str], JsonWalk | None]) -> None:
         self._opening = opening
         self._open_id = open_id
+        self._close_id = close_id
         self._table = table
         self._walks = walks
         self._markup: bytes | None = None  # the call's markup so far, until its arguments begin
@@ -514,6 +515,9 @@ class ArgumentsTracker:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
             self._markup, self._walk = b"", None
+            return
+        if token == self._close_id:
+            self._markup, self._walk = None, None
             return
         data = self._table[token]
         if self._walk is not None:
@@ -566,7 +570,8 @@ def arguments_trackers(compiled: CompiledTools, count: int, memo: WalkMemo) -> l
 
     open_id = tok.token_id(dialect.call_open)
     assert open_id is not None
-    return [ArgumentsTracker(opening, open_id, tok.token_table[0], walks) for _ in range(count)]
+    close_id = tok.token_id(dialect.call_close)
+    return [ArgumentsTracker(opening, open_id, close_id, tok.token_table[0], walks) for _ in range(count)]
 
 
 def _is_map(frame: Frame | None) -> bool:

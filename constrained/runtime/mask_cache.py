@@ -37,10 +37,14 @@ pick a parameter set too.
 
 Most masks at structural points are one forced token (llguidance allows only
 the canonical tokenization of bytes the grammar forces); those are kept as
-the token id and written by setting one bit. Others are kept as the packed
-row, at most ``max_rows`` of them per tool set (128: 2.4 MB for Qwen's
-vocabulary, 4 MB for Gemma's; the compile cache keeps up to 64 sets), and at most ``max_masks`` masks in all;
-when that many are held the cache starts over. A row reused for the first time is also indexed by the tokens it
+the token id and written by setting one bit. Most others, at choices among
+keys, names or enum values, allow tokens in a few words of the row: those
+are kept as the words and their values (:class:`SparseRow`), written over
+the words the row held. The rest are kept as the packed row. A tool set
+keeps at most ``max_bytes`` of rows (that of 128 packed rows by default: 2.4
+MB for Qwen's vocabulary, 4 MB for Gemma's; the compile cache keeps up to 64
+sets) and at most ``max_masks`` masks in all; when that much is held the
+cache starts over. A row reused for the first time is also indexed by the tokens it
 forbids, when they are few (a string's mask forbids only special tokens),
 so the constraint's sparse apply can take it.
 """
@@ -60,6 +64,9 @@ if TYPE_CHECKING:
 
     from ..compiler import CompiledTools
 
+_SPARSE_ROW_WORDS = 64
+"""A row that allows tokens in at most this many words is kept as a
+:class:`SparseRow` (12 bytes a word against 4 a word of the whole row)."""
 _SPARSE_WORDS = 256
 """A kept row whose forbidden tokens lie in at most this many words also
 keeps them as an index (the constraint's sparse apply on CPU)."""
@@ -83,6 +90,21 @@ _SAMPLE = 16
 _ALL = np.uint32(0xFFFFFFFF)
 
 
+class SparseRow:
+    """A kept mask whose allowed tokens lie in few words of the row: the
+    words' indices and values (every other word is zero)."""
+
+    __slots__ = ("words", "values")
+
+    def __init__(self, words: np.ndarray, values: np.ndarray) -> None:
+        self.words = words
+        self.values = values
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.words.nbytes + self.values.nbytes)
+
+
 class MaskNode:
     """A token history (from the start of the output, or from the opening
     of a raw value) and, once computed, llguidance's mask after it."""
@@ -91,8 +113,9 @@ class MaskNode:
 
     def __init__(self) -> None:
         self.children: dict[int, MaskNode] = {}
-        self.mask: int | np.ndarray | None = None
-        """The one allowed token, or the packed row (``uint32`` words)."""
+        self.mask: int | SparseRow | np.ndarray | None = None
+        """The one allowed token, the row's allowed words, or the packed row
+        (``uint32`` words)."""
         self.forbidden: torch.Tensor | None = None
         """For a row: the tokens it forbids, when they are few (else None)."""
         self.checked = False  # a row was looked at for the forms above
@@ -113,12 +136,15 @@ class MaskCache:
     are not looked up: their masks are precomputed rows).
     """
 
-    def __init__(self, vocab_size: int, max_rows: int = 128, max_masks: int = 1 << 14) -> None:
+    def __init__(self, vocab_size: int, max_bytes: int | None = None, max_masks: int = 1 << 14) -> None:
         self.vocab_size = vocab_size
-        self.max_rows = max_rows
+        self.max_bytes = max_bytes if max_bytes is not None else 128 * 4 * ((vocab_size + 31) // 32)
         self.max_masks = max_masks
         self.root = MaskNode()
-        self.rows = 0  # packed rows held
+        self.rows = 0  # rows held, packed or sparse
+        self.bytes = 0  # their size
+        # The nodes that keep each distinct packed row, by a sample of its words.
+        self._distinct: dict[bytes, list[MaskNode]] = {}
         self.masks = 0  # masks held, rows and single tokens
         self.hits = 0
         self.misses = 0
@@ -146,17 +172,24 @@ class MaskCache:
                 label = self._labels.setdefault(name, NAMED_LABELS + len(self._labels))
         return label
 
-    def write(self, node: MaskNode, row: np.ndarray, held: int | None = None) -> torch.Tensor | None:
-        """Write ``node``'s mask into ``row`` (``held``: as :func:`write_token`
-        takes it); return the tokens it forbids when they are few and known
-        (for the sparse apply), else None."""
+    def write(self, node: MaskNode, row: np.ndarray, held: object = None) -> torch.Tensor | None:
+        """Write ``node``'s mask into ``row``; return the tokens it forbids
+        when they are few and known (for the sparse apply), else None.
+        ``held``: what ``row`` is known to hold (a kept mask: its token or
+        its row, the same object), so a row is not copied over itself and a
+        token clears only the word of the one it replaces."""
         mask = node.mask
         self.hits += 1
         if isinstance(mask, int):
             write_token(row, mask, held)
             return None
+        if isinstance(mask, SparseRow):
+            _clear(row, held)
+            row[mask.words] = mask.values
+            return None
         assert mask is not None
-        np.copyto(row, mask)
+        if held is not mask:
+            np.copyto(row, mask)
         if not node.checked:
             self._check(node, mask)
         return node.forbidden
@@ -164,22 +197,48 @@ class MaskCache:
     def store(self, node: MaskNode, row: np.ndarray) -> int | None:
         """Keep llguidance's mask ``row`` (just computed) at ``node``;
         return the one token it allows, if so."""
-        token = single_token(row)
-        self._hold(node, row.copy() if token is None else token)
-        return token
+        words = np.flatnonzero(row)
+        if len(words) > _SPARSE_ROW_WORDS or 3 * len(words) > len(row):  # not smaller sparse
+            self._hold_row(node, row)
+            return None
+        token = single_token(row, words)
+        if token is not None:
+            self._hold(node, token)
+            return token
+        sparse = SparseRow(words, row[words])
+        self._hold(node, sparse, sparse.nbytes)
+        return None
+
+    def _hold_row(self, node: MaskNode, row: np.ndarray) -> None:
+        """Keep the packed ``row`` at ``node``: the array another node keeps
+        when their rows are equal (a string's rows recur at every string
+        of a tool set, so they take room once), else a copy."""
+        fingerprint = row[::_SAMPLE].tobytes()
+        for other in self._distinct.get(fingerprint, ()):
+            kept = other.mask
+            if isinstance(kept, np.ndarray) and np.array_equal(kept, row):
+                self._hold(node, kept, 0)
+                node.checked, node.forbidden = other.checked, other.forbidden
+                return
+        self._hold(node, row.copy(), row.nbytes)
+        self._distinct.setdefault(fingerprint, []).append(node)
 
     def keep_token(self, node: MaskNode, token: int) -> None:
         """Keep ``token`` as ``node``'s mask, the one token it allows."""
         self._hold(node, token)
 
-    def _hold(self, node: MaskNode, mask: int | np.ndarray) -> None:
+    def _hold(self, node: MaskNode, mask: int | SparseRow | np.ndarray, size: int | None = None) -> None:
+        """Keep ``mask`` at ``node``: a token (``size`` None) or a row taking
+        ``size`` more bytes."""
         self.misses += 1
-        packed = not isinstance(mask, int)
         with self._lock:
-            if self.masks >= self.max_masks or (packed and self.rows >= self.max_rows):
-                self.root, self.rows, self.masks = MaskNode(), 0, 0
+            if self.masks >= self.max_masks or (size is not None and self.bytes + size > self.max_bytes):
+                self.root, self.rows, self.bytes, self.masks = MaskNode(), 0, 0, 0
+                self._distinct = {}
             self.masks += 1
-            self.rows += packed
+            if size is not None:
+                self.rows += 1
+                self.bytes += size
         node.mask = mask
 
     def index_rows(self) -> None:
@@ -210,22 +269,33 @@ class MaskCache:
         node.forbidden = torch.from_numpy(tokens[tokens < self.vocab_size])
 
 
-def write_token(row: np.ndarray, token: int, held: int | None = None) -> None:
-    """Make the packed mask ``row`` allow ``token`` alone; ``held``: the one
-    token the row allows now, if known (only its word is cleared then,
-    instead of the whole row)."""
-    if held is None:
-        row.fill(0)
-    else:
-        row[held >> 5] = 0
+def write_token(row: np.ndarray, token: int, held: object = None) -> None:
+    """Make the packed mask ``row`` allow ``token`` alone; ``held``: what
+    the row holds now, when known (:func:`_clear`)."""
+    _clear(row, held)
     row[token >> 5] = 1 << (token & 31)
 
 
-def single_token(row: np.ndarray) -> int | None:
-    """The one token a packed mask allows, or None (none or several)."""
-    if np.count_nonzero(row) != 1:
+def _clear(row: np.ndarray, held: object) -> None:
+    """Zero the packed mask ``row``; ``held``: what it holds now, when known
+    (a kept mask: the one token it allows or its :class:`SparseRow`), so
+    only those words are zeroed instead of the whole row."""
+    if isinstance(held, int):
+        row[held >> 5] = 0
+    elif isinstance(held, SparseRow):
+        row[held.words] = 0
+    else:
+        row.fill(0)
+
+
+def single_token(row: np.ndarray, words: np.ndarray | None = None) -> int | None:
+    """The one token a packed mask allows, or None (none or several);
+    ``words``: the row's nonzero words, when known."""
+    if words is None:
+        words = np.flatnonzero(row)
+    if len(words) != 1:
         return None
-    index = int(row.argmax())
+    index = int(words[0])
     word = int(row[index])
     return index * 32 + word.bit_length() - 1 if word & (word - 1) == 0 else None
 

@@ -43,6 +43,9 @@ class TextFrameMasks:
     closing with their last byte. ``crossing[j]``: tokens that complete it
     earlier, so their tail must suit what follows the value (checked per
     step). A special-token closing has one state and completes by its id.
+    ``written[j]``: the row a step from state ``j`` starts from (``inside[j]``,
+    plus the closing token when it is a special token, always allowed), one
+    array per state so a row known to hold it is not written again.
     """
 
     close: bytes
@@ -60,7 +63,14 @@ class TextFrameMasks:
     steps: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
     """KMP state after a token from a state, filled as tokens are seen."""
     vocab_size: int = 0
+    written: list[np.ndarray] = field(default_factory=list, repr=False)
     _forbidden: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        rows = self.inside.copy()
+        if self.close_token is not None:
+            rows[:, self.close_token >> 5] |= np.uint32(1 << (self.close_token & 31))
+        self.written = list(rows)
 
     def forbidden(self, state: int) -> torch.Tensor:
         """The tokens ``inside[state]`` forbids (a closing token is allowed),
