@@ -512,6 +512,8 @@ def main() -> int:
     args = parser.parse_args()
     logging.getLogger("constrained").setLevel(logging.ERROR)  # refused sequences are counted, not logged
     loads = [load for load in workloads(args.bfcl_stride) if args.only is None or args.only in load.name]
+    if not loads:
+        parser.error(f"no workload's name holds {args.only!r}")
     run_all(loads, run)
     plot = args.plot or str(BENCH / "mask_time.png" if args.only is None else Path(tempfile.gettempdir()) / "mask_time_only.png")
     section = report(loads, plot)

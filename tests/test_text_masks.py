@@ -283,6 +283,24 @@ def test_precomputed_masks_of_the_qwen_closing():
     assert text_frame_masks(tok, "\n</parameter>\n", None) is masks  # built once per tokenizer
 
 
+@pytest.mark.parametrize(("tokenizer", "close", "special"), [
+    ("qwen3", "\n</parameter>\n", False), ("gemma4", '<|"|>', True)])
+def test_a_text_row_is_written_whole_over_any_row(tokenizer, close, special):
+    """A text step writes its state's row (every word set, then the words
+    of the special tokens) over whatever the buffer held; where the closing
+    is a special token, that token is allowed in every state."""
+    tok = load_tokenizer(tokenizer)
+    masks = text_frame_masks(tok, close, tok.token_id(close) if special else None)
+    for state, written in enumerate(masks.written):
+        row = np.random.default_rng(state).integers(0, 2**32, len(written), dtype=np.uint32)
+        masks.write(row, state)
+        assert np.array_equal(row, written)
+        expected = masks.inside[state].copy()
+        if special:
+            expected[masks.close_token >> 5] |= np.uint32(1 << (masks.close_token & 31))
+        assert np.array_equal(written, expected)
+
+
 def test_kmp_transitions():
     table = kmp_transitions(b"abab")
     state = 0

@@ -34,7 +34,8 @@ from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
 from .json_walk import BACK, MARK, ArgumentsTracker, JsonWalk, arguments_trackers
-from .mask_cache import BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, OPENED_CALL, MaskCache, MaskNode, mask_cache, single_token, write_token
+from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, NOTHING, OPENED_CALL, MaskCache, MaskNode, mask_cache,
+                         single_token, write_token)
 
 if TYPE_CHECKING:
     import torch
@@ -652,6 +653,7 @@ class ToolCallConstraint:
         :meth:`apply` in a CUDA graph)."""
         if self._buffers is None:
             self._buffers = MaskBuffers.allocate(self.compiled.tokenizer, self.batch_size, self._words, logits)
+            self._holding = [NOTHING] * self.batch_size  # a new bitmask is zeros
         else:
             self._buffers.check(logits)
 

@@ -195,7 +195,7 @@ class FrameTracker:
         masks, state = self.masks, self._kmp
         written = masks.written[state]
         if held is not written:
-            np.copyto(row, written)
+            masks.write(row, state)
         forbidden: torch.Tensor | None = None
         equals: np.ndarray | None = None
         if masks.close_token is not None or (self._initial and not self.syntax.close_at_start) or not (

@@ -105,6 +105,10 @@ class SparseRow:
         return int(self.words.nbytes + self.values.nbytes)
 
 
+NOTHING = SparseRow(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.uint32))
+"""A row that allows no token: every word zero (a new bitmask's rows)."""
+
+
 class MaskNode:
     """A token history (from the start of the output, or from the opening
     of a raw value) and, once computed, llguidance's mask after it."""

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from ..tokenizers import Tokenizer
 
+_ALL = np.uint32(0xFFFFFFFF)
+
 
 @dataclass
 class TextFrameMasks:
@@ -64,6 +66,7 @@ class TextFrameMasks:
     """KMP state after a token from a state, filled as tokens are seen."""
     vocab_size: int = 0
     written: list[np.ndarray] = field(default_factory=list, repr=False)
+    _exceptions: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
     _forbidden: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -71,6 +74,20 @@ class TextFrameMasks:
         if self.close_token is not None:
             rows[:, self.close_token >> 5] |= np.uint32(1 << (self.close_token & 31))
         self.written = list(rows)
+        for row in self.written:
+            words = np.flatnonzero(row != _ALL)
+            self._exceptions.append((words, row[words]))
+
+    def write(self, row: np.ndarray, state: int) -> None:
+        """Write ``written[state]`` into ``row``: where few of its words
+        forbid tokens (the special ones), every word set and then those,
+        which spares reading a whole row from memory; else a copy."""
+        words, values = self._exceptions[state]
+        if len(words) > len(row) // 8:
+            np.copyto(row, self.written[state])
+            return
+        row.fill(_ALL)
+        row[words] = values
 
     def forbidden(self, state: int) -> torch.Tensor:
         """The tokens ``inside[state]`` forbids (a closing token is allowed),
