@@ -1,13 +1,15 @@
 """A short example value for a frame, valid for it.
 
 A compiled tool set's warm-up (:func:`constrained.runtime.constraint.warm_mask_cache`)
-writes one call of each tool with such arguments through its grammar, so
+writes calls of each tool with such arguments through its grammar, so
 the masks of the markup every call of the tool walks (its keys, the
 closings of its values, the end of the call) are computed before the first
 request. Only the markup matters there, so an example is the plainest
 value the frame accepts (an array has two items where it may, so the
 masks after a comma are met, and so has a map: an object of undeclared
-keys), or none.
+keys), or none; the warm-up's other calls vary what decides the markup
+(:func:`warm_up_arguments`): numbers' first characters, which keys are
+written, each enum value, each union option, arrays' lengths.
 """
 
 from __future__ import annotations
