@@ -69,6 +69,17 @@ def test_mask_is_exactly_the_grammar_allowed_set_at_every_step(dialect: str) -> 
     assert constraint.events == []
 
 
+def test_the_allowed_words_view_is_read_only() -> None:
+    """The constraint writes only what changed in its bitmask (it knows what
+    each row holds), so the view it lends cannot be written through."""
+    constraint = ToolCallConstraint(compiled(), 1)
+    constraint.prepare(torch.zeros(1, constraint.vocab_size))
+    constraint.fill_masks()
+    words = constraint.allowed_words(0)
+    with pytest.raises(ValueError, match="read-only"):
+        words[0] = 1
+
+
 def test_finished_row_allows_only_end_of_generation_tokens() -> None:
     ct = compiled()
     constraint = ToolCallConstraint(ct, 1)

@@ -98,6 +98,9 @@ def test_a_row_that_allows_few_words_is_kept_as_those_words():
     assert np.array_equal(out, packed([64], 1024))
     cache.write(choice, out, 64)
     assert np.array_equal(out, packed([3, 4, 70], 1024))
+    out[5] = 7  # the caller says the row holds choice's mask: it is not written again
+    cache.write(choice, out, choice.mask)
+    assert out[5] == 7
 
 
 def test_children_are_labelled_by_token_and_closing():

@@ -631,8 +631,10 @@ class ToolCallConstraint:
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left
         it (``uint32`` words; token ``t`` is bit ``t % 32`` of word ``t // 32``):
         for a sampler that reads the mask without logits (``constrained.qa.fuzz``).
-        A view, overwritten by the next :meth:`fill_masks`."""
+        A read-only view, refilled by the next :meth:`fill_masks` (which
+        writes only what changed: the constraint knows what each row holds)."""
         words: np.ndarray = self._require_buffers().host_words[row]
+        words.flags.writeable = False  # this view only; the buffer stays the constraint's
         return words
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:

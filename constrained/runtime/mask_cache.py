@@ -102,6 +102,7 @@ class SparseRow:
 
     @property
     def nbytes(self) -> int:
+        """The room it takes in the cache."""
         return int(self.words.nbytes + self.values.nbytes)
 
 
@@ -188,8 +189,9 @@ class MaskCache:
             write_token(row, mask, held)
             return None
         if isinstance(mask, SparseRow):
-            _clear(row, held)
-            row[mask.words] = mask.values
+            if held is not mask:
+                _clear(row, held)
+                row[mask.words] = mask.values
             return None
         assert mask is not None
         if held is not mask:
