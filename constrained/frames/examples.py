@@ -54,8 +54,6 @@ _DEPTH = 8
 """Nesting an example goes to at most (deeper frames have no example)."""
 _ENUM_VALUES = 8
 """The most values of each enum the warm-up's calls write."""
-
-
 _EMPTY_ARRAYS = _ENUM_VALUES
 """The ``choice`` whose arrays have the fewest items they may (``[]``), past
 those that write each enum value (so an enum in an array writes them all)."""
@@ -79,11 +77,10 @@ def example_arguments(tool: NormalizedTool, numbers: ExampleNumbers = "plain", c
     no digit may come) and ``-1`` (a minus). Every enum is its ``choice``-th
     value, or its first where it has fewer; with ``choice=1`` every boolean
     is ``false``, with ``choice=8`` every array as short as it may be and
-    with ``choice=9`` one item long where it may, a
-    value of any type is a string, then an array, a number and an object
-    (:data:`_FREE_VALUES`), and a union's example is its ``choice``-th
-    option's (counting round; its first with ``choice`` 8 and 9), or the
-    next one's that has one."""
+    with ``choice=9`` one item long where it may, a value of any type is a
+    string, then an array, a number and an object (:data:`_FREE_VALUES`),
+    and a union's example is its ``choice``-th option's (counting round;
+    its first with ``choice`` 8 and 9), or the next one's that has one."""
     try:
         value = _example(tool.root, tool.schema.definitions, 0, numbers, choice)
     except _NoExample:
@@ -100,12 +97,12 @@ def warm_up_arguments(tool: NormalizedTool) -> list[dict[str, Any]]:
     (:func:`example_arguments`); then the example without each optional
     top-level key in turn, so the keys after it are met after the key
     before it too, and with the required keys and each optional one alone,
-    so it is met after the required key before it; then with every enum, at any depth, at its second value,
-    its third, and so on (up to 8 values; an enum with fewer writes its
-    first), whose text the grammar forces once its first token is chosen,
-    with booleans ``false``, values of any type of other types and unions'
-    other options along the way; then with arrays empty, and with arrays of
-    one item (``choice``)."""
+    so it is met after the required key before it; then with every enum,
+    at any depth, at its second value, its third, and so on (up to 8
+    values; an enum with fewer writes its first), whose text the grammar
+    forces once its first token is chosen, with booleans ``false``, values
+    of any type of other types and unions' other options along the way;
+    then with arrays empty, and with arrays of one item (``choice``)."""
     examples = [example_arguments(tool, numbers) or {} for numbers in get_args(ExampleNumbers)]
     plain, derived = examples[0], []
     root = resolve_frame(tool.root, tool.schema.definitions)

@@ -126,7 +126,8 @@ class ToolCallConstraint:
     sequence of the same tool set reaches the same state
     (:mod:`.mask_cache`); ``cache_masks=False`` asks llguidance every time.
     The first constraint of a tool set warms its cache (:func:`warm_mask_cache`,
-    5-20 ms) unless an engine's compile already did.
+    medians 3.5-19 ms in ``bench/mask_time.py``) unless an engine's compile
+    already did.
     """
 
     def __init__(

@@ -203,10 +203,11 @@ class MaskCache:
     def store(self, node: MaskNode, row: np.ndarray) -> int | None:
         """Keep llguidance's mask ``row`` (just computed) at ``node``;
         return the one token it allows, if so."""
-        words = np.flatnonzero(row)
-        if len(words) > _SPARSE_ROW_WORDS or 3 * len(words) > len(row):  # not smaller sparse
+        count = np.count_nonzero(row)
+        if count > _SPARSE_ROW_WORDS or 3 * count > len(row):  # not smaller sparse
             self._hold_row(node, row)
             return None
+        words = np.flatnonzero(row)
         token = single_token(row, words)
         if token is not None:
             self._hold(node, token)
@@ -297,11 +298,9 @@ def _clear(row: np.ndarray, held: object) -> None:
 def single_token(row: np.ndarray, words: np.ndarray | None = None) -> int | None:
     """The one token a packed mask allows, or None (none or several);
     ``words``: the row's nonzero words, when known."""
-    if words is None:
-        words = np.flatnonzero(row)
-    if len(words) != 1:
+    if (np.count_nonzero(row) if words is None else len(words)) != 1:
         return None
-    index = int(words[0])
+    index = int(row.argmax() if words is None else words[0])
     word = int(row[index])
     return index * 32 + word.bit_length() - 1 if word & (word - 1) == 0 else None
 

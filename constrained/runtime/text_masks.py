@@ -66,7 +66,9 @@ class TextFrameMasks:
     """KMP state after a token from a state, filled as tokens are seen."""
     vocab_size: int = 0
     written: list[np.ndarray] = field(default_factory=list, repr=False)
-    _exceptions: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
+    _exceptions: list[tuple[np.ndarray, np.ndarray] | None] = field(default_factory=list, repr=False)
+    """Per state: the words of ``written`` that are not all ones and their
+    values, where they are few (else None: the row is copied)."""
     _forbidden: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -76,18 +78,18 @@ class TextFrameMasks:
         self.written = list(rows)
         for row in self.written:
             words = np.flatnonzero(row != _ALL)
-            self._exceptions.append((words, row[words]))
+            self._exceptions.append((words, row[words]) if len(words) <= len(row) // 8 else None)
 
     def write(self, row: np.ndarray, state: int) -> None:
         """Write ``written[state]`` into ``row``: where few of its words
         forbid tokens (the special ones), every word set and then those,
         which spares reading a whole row from memory; else a copy."""
-        words, values = self._exceptions[state]
-        if len(words) > len(row) // 8:
+        exceptions = self._exceptions[state]
+        if exceptions is None:
             np.copyto(row, self.written[state])
             return
         row.fill(_ALL)
-        row[words] = values
+        row[exceptions[0]] = exceptions[1]
 
     def forbidden(self, state: int) -> torch.Tensor:
         """The tokens ``inside[state]`` forbids (a closing token is allowed),
