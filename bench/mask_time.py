@@ -48,7 +48,10 @@ reported beside, and a second
 table gives each whole call: compile, the request's setup and every mask. Keys
 are written in schema order (``key_order="schema"``, XGrammar's order). A sequence an engine refuses is left out for every
 engine and counted. One thread; each case runs twice per engine and the
-second run is timed (the first builds lexer states and caches).
+second run is timed (the first builds lexer states and caches). Feeding
+each token after its mask is timed too (ours: ``consume``; llguidance's
+``consume_token``; XGrammar's ``accept_token``), for the table of mask and
+advance per token: what a serving engine's CPU pays per token.
 """
 
 from __future__ import annotations
@@ -116,6 +119,7 @@ class Workload:
     name: str
     cases: list[Case]
     times: dict[str, list[float]] = field(default_factory=dict)
+    advance: dict[str, list[float]] = field(default_factory=dict)  # feeding each token, aligned with times
     tokens: int = 0
     measured: int = 0
     refused: dict[str, int] = field(default_factory=dict)
@@ -126,9 +130,11 @@ class Workload:
     setup_ms: dict[str, list[float]] = field(default_factory=dict)  # a request's setup (never-seen cases; first calls: the warm-up)
     masks_ms: dict[str, list[float]] = field(default_factory=dict)  # every mask of a case together
 
-    def record(self, results: dict[str, list[float] | None], tokens: int) -> bool:
-        """Keep one case's step times per engine, or count it left out when
-        an engine refused its tokens; whether it was kept."""
+    def record(self, results: dict[str, list[float] | None], tokens: int,
+               advance: dict[str, list[float]] | None = None) -> bool:
+        """Keep one case's step times per engine (mask; ``advance``: feeding
+        each token), or count it left out when an engine refused its tokens;
+        whether it was kept."""
         refused = [engine for engine, times in results.items() if times is None]
         if refused:
             reason = "no valid call" if len(refused) == len(results) else f"refused by {', '.join(refused)}"
@@ -138,6 +144,8 @@ class Workload:
         self.tokens += tokens
         for engine, times in results.items():
             self.times.setdefault(engine, []).extend(times or [])
+            if advance is not None:
+                self.advance.setdefault(engine, []).extend(advance[engine])
         return True
 
 
@@ -246,15 +254,20 @@ def plain_grammar(dialect: str, spec: dict[str, Any]) -> str:
     return f'start: <|tool_call> "call:{fn["name"]}{{" {members} "}}" <tool_call|> <|tool_response>\nTXT: /(.|\\n)+/\n'
 
 
-def time_steps(stepper: Stepper, tokens: list[int]) -> list[float] | None:
-    """Microseconds of each mask, before each token; ``None`` if a token is refused."""
+def time_steps(stepper: Stepper, tokens: list[int], feeds: list[float] | None = None) -> list[float] | None:
+    """Microseconds of each mask, before each token (``feeds``: also of
+    feeding each token, appended); ``None`` if a token is refused."""
     fill, feed = stepper
     times = []
     for token in tokens:
         start = time.perf_counter_ns()
         fill()
-        times.append((time.perf_counter_ns() - start) / 1000.0)
-        if not feed(token):
+        filled = time.perf_counter_ns()
+        times.append((filled - start) / 1000.0)
+        accepted = feed(token)
+        if feeds is not None:
+            feeds.append((time.perf_counter_ns() - filled) / 1000.0)
+        if not accepted:
             return None
     return times
 
@@ -316,8 +329,9 @@ def run_never_seen(load: Workload) -> None:
         started = time.perf_counter()
         steppers[XGRAMMAR] = xgrammar_matcher(grammar, tok)
         setup_ms[XGRAMMAR] = (time.perf_counter() - started) * 1000
-        results = {engine: time_steps(stepper, tokens) for engine, stepper in steppers.items()}
-        if load.record(results, len(tokens)):
+        feeds: dict[str, list[float]] = {engine: [] for engine in steppers}
+        results = {engine: time_steps(stepper, tokens, feeds[engine]) for engine, stepper in steppers.items()}
+        if load.record(results, len(tokens), feeds):
             for engine, compile_ms in ((NEVER_SEEN, ours_ms), (XGRAMMAR, theirs_ms)):
                 load.compile_ms.setdefault(engine, []).append(compile_ms)
                 load.setup_ms.setdefault(engine, []).append(setup_ms[engine])
@@ -368,11 +382,12 @@ def run_other_values(load: Workload) -> None:
         warm_mask_cache(fresh_cache(compiled))
         time_steps(constrained_engine(compiled, tok), tokens)  # the earlier request
         compiled._masks.hits = 0
-        results = {OTHER_VALUES: time_steps(constrained_engine(compiled, tok), other)}
+        feeds: dict[str, list[float]] = {OTHER_VALUES: [], XGRAMMAR: []}
+        results = {OTHER_VALUES: time_steps(constrained_engine(compiled, tok), other, feeds[OTHER_VALUES])}
         hits = compiled._masks.hits
         time_steps(xgrammar_engine(load.dialect, specs, tok), tokens)
-        results[XGRAMMAR] = time_steps(xgrammar_engine(load.dialect, specs, tok), other)
-        if load.record(results, len(other)):
+        results[XGRAMMAR] = time_steps(xgrammar_engine(load.dialect, specs, tok), other, feeds[XGRAMMAR])
+        if load.record(results, len(other), feeds):
             load.hits[OTHER_VALUES] = load.hits.get(OTHER_VALUES, 0) + hits
 
 
@@ -396,7 +411,7 @@ def run(load: Workload) -> None:
         if coding:
             engines["llguidance (plain)"] = lambda: llguidance_engine(plain_grammar(load.dialect, case.tools[0]), tok)
         engines[XGRAMMAR] = lambda: xgrammar_engine(load.dialect, specs, tok)
-        results, hits = {}, {}
+        results, hits, feeds = {}, {}, {}
         for engine, make in engines.items():
             warm = constrained_engine(compiled, tok, cache_masks=False) if engine == FIRST else make()
             time_steps(warm, tokens)  # warm-up (for the repeated call: the second call)
@@ -407,10 +422,10 @@ def run(load: Workload) -> None:
             if engine == FIRST:  # the constraint warms the emptied cache as it is made
                 load.setup_ms.setdefault(FIRST, []).append((time.perf_counter() - started) * 1000)
                 compiled._masks.hits = 0  # the warm-up's own lookups aside
-            results[engine] = time_steps(stepper, tokens)
+            results[engine] = time_steps(stepper, tokens, feeds.setdefault(engine, []))
             if engine in (FIRST, REPEATED):
                 hits[engine], compiled._masks.hits = compiled._masks.hits, 0
-        if load.record(results, len(tokens)):
+        if load.record(results, len(tokens), feeds):
             for engine, count in hits.items():
                 load.hits[engine] = load.hits.get(engine, 0) + count
 
@@ -454,7 +469,37 @@ def report(loads: list[Workload], plot: str) -> str:
                 f"| {p99:.1f} | {worst:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
             )
     lines += whole_calls([load for load in loads if load.masks_ms])
+    lines += mask_and_advance(loads)
     return "\n".join(lines + report_tail(loads, plot, "engine", "mask us per token (whiskers p1-p99)"))
+
+
+def mask_and_advance(loads: list[Workload]) -> list[str]:
+    """Per token, the mask and feeding the token to the engine (ours:
+    ``consume``, which also moves the row's place in the mask cache;
+    XGrammar's ``accept_token``): what a serving engine's CPU pays for each
+    token of each sequence."""
+    lines = [
+        "",
+        "Mask and advance per token, from the same runs: the mask, then feeding the sampled token (ours: "
+        "`consume`, which also follows the call's markup to key the mask cache; llguidance's `consume_token`; "
+        "XGrammar's `accept_token`); us.",
+        "",
+        "| dialect | workload | engine | advance mean | advance p99 | mask + advance mean | mask + advance p99 "
+        "| mean / XGrammar | p99 / XGrammar |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for load in loads:
+        if XGRAMMAR not in load.advance:
+            continue
+        both = {engine: [a + b for a, b in zip(load.times[engine], feeds)] for engine, feeds in load.advance.items()}
+        ref = summary(both[XGRAMMAR])
+        for engine, feeds in load.advance.items():
+            advance, whole = summary(feeds), summary(both[engine])
+            lines.append(
+                f"| {load.dialect} | {load.name} | {engine} | {advance[0]:.1f} | {advance[2]:.1f} | {whole[0]:.1f} "
+                f"| {whole[2]:.1f} | {whole[0] / ref[0]:.2f} | {whole[2] / ref[2]:.2f} |"
+            )
+    return lines
 
 
 def whole_calls(loads: list[Workload]) -> list[str]:

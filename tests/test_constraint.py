@@ -482,3 +482,46 @@ def test_the_gpu_bit_plane_apply_equals_the_table_apply(dtype: torch.dtype, widt
     assert torch.equal(masked, expected)
     assert 0 < int(unpacked.sum()) < unpacked.numel()
 
+
+
+class _CopyCounting:
+    """A matcher that counts its copies (the slow way to try an end token)."""
+
+    def __init__(self, matcher: Any) -> None:
+        self._matcher = matcher
+        self.copies = 0
+
+    def deep_copy(self) -> Any:
+        self.copies += 1
+        return self._matcher.deep_copy()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._matcher, name)
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_an_end_token_the_steps_mask_allows_ends_the_row_without_copying_the_matcher(masked: bool) -> None:
+    ct = compiled()
+    tokens = call_tokens()
+    constraint = ToolCallConstraint(ct, 1)
+    constraint.prepare(torch.zeros(1, ct.tokenizer.vocab_size))
+    for token in tokens[:-1]:
+        constraint.fill_masks()
+        constraint.consume([token])
+    counting = constraint._matchers[0] = _CopyCounting(constraint._matchers[0])
+    if masked:
+        constraint.fill_masks()
+    constraint.consume([tokens[-1]])
+    assert constraint.state(0) is RowState.FINISHED and not constraint.events
+    assert counting.copies == (0 if masked else 1)  # without this step's mask, a copy is asked
+
+
+def test_an_end_token_the_steps_mask_forbids_is_a_violation() -> None:
+    ct = compiled()
+    constraint = ToolCallConstraint(ct, 1)
+    constraint.prepare(torch.zeros(1, ct.tokenizer.vocab_size))
+    constraint.fill_masks()
+    constraint.consume([call_tokens()[0]])
+    constraint.fill_masks()
+    constraint.consume([ct.tokenizer.token_id(ENDS["gemma4"])])
+    assert constraint.state(0) is RowState.RELEASED and len(constraint.events) == 1

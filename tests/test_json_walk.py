@@ -136,3 +136,18 @@ def test_a_gemma_object_with_a_colon_in_a_declared_key_keeps_its_text():
     the walk cannot tell the keys apart: nothing in the object is left out."""
     parameters = {"type": "object", "properties": {"a:b": {"type": "string"}, "a": {"type": "string"}}}
     assert gemma_place(parameters, ["{a:", None, "x", None, "}"]) != gemma_place(parameters, ["{a:", None, "y", None, "}"])
+
+
+def test_a_step_fed_as_bytes_is_learned_and_lands_where_the_bytes_lead():
+    """A value that begins inside a token is fed as bytes, not a token:
+    its step is kept by the bytes, and a walk that meets them again from
+    the same state looks it up and stands where a fresh walk stands."""
+    tool = normalize_tools([{"type": "function", "function": {"name": "t", "parameters": OBJECT}}])[0]
+    memo = WalkMemo()
+    pieces = [(b'{"ci', None), (b'ty": "Paris", "tags": [', None), (b'"a"]}', None)]
+    first = place(JsonWalk(tool.root, tool.schema.definitions, memo), pieces)
+    learned = [key for key in memo.steps if isinstance(key[1], bytes)]
+    assert len(learned) == len(pieces)
+    again = place(JsonWalk(tool.root, tool.schema.definitions, memo), pieces)
+    assert again == first == place(new_walk(OBJECT), pieces)
+    assert len(memo.steps) == len(pieces)  # nothing new learned the second time

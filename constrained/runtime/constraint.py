@@ -102,6 +102,7 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
 
 
 _ACTIVE = RowState.ACTIVE
+_ENDED = frozenset((RowState.FINISHED, RowState.STOPPED))
 
 
 class ToolCallConstraint:
@@ -168,7 +169,8 @@ class ToolCallConstraint:
         self._holding: list[object] = [None] * batch_size
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
         self._cache: MaskCache | None = mask_cache(compiled) if cache_masks else None
-        self._trackers = frame_trackers(compiled, batch_size, self._cache.walks if self._cache is not None else None)
+        self._trackers = frame_trackers(compiled, batch_size, self._cache.walks, self._cache.trackers) \
+            if self._cache is not None else frame_trackers(compiled, batch_size)
         self._arguments = arguments_trackers(compiled, batch_size, self._cache.walks) \
             if self._trackers is None and self._cache is not None else None
         self._call_marks = _call_marks(compiled) if self._cache is not None else {}
@@ -210,7 +212,7 @@ class ToolCallConstraint:
     def is_finished(self, row: int) -> bool:
         """Whether ``row`` should end: its grammar is complete, or a
         violation stopped it."""
-        return self._states[row] in (RowState.FINISHED, RowState.STOPPED)
+        return self._states[row] in _ENDED
 
     @property
     def finished(self) -> list[bool]:
@@ -431,24 +433,25 @@ class ToolCallConstraint:
     def _accepts(self, row: int, token: int) -> bool:
         """Consume ``token`` if the grammar allows it, leaving the matcher
         usable either way (llguidance's ``try_consume_tokens``). An end token
-        is tried on a copy and not fed to the matcher itself: llguidance
-        stops at it and cannot roll it back exactly, and the row needs no
-        more masks from it."""
+        is not fed to the matcher itself: llguidance stops at it and cannot
+        roll it back exactly, and the row needs no more masks from it. The
+        mask of this very step says whether it is allowed, else a copy of
+        the matcher is asked (about 100 us)."""
         matcher = self._matchers[row]
         masked, self._masked[row] = self._masked[row], False
+        allowed = masked and 0 <= token < self.vocab_size and self._mask_allows(row, token)
         if token not in self._end_ids:
-            if masked and 0 <= token < self.vocab_size and self._mask_allows(row, token):
-                # The mask of this very step allows it: the cheaper consume.
+            if allowed:  # the cheaper consume
                 return bool(matcher.consume_token(token))
             return bool(matcher.try_consume_tokens([token]) == 1)
-        if not matcher.deep_copy().consume_token(token):
+        if not allowed and not matcher.deep_copy().consume_token(token):
             return False
         self._ended[row] = True
         return True
 
     def _mask_allows(self, row: int, token: int) -> bool:
         assert self._buffers is not None
-        return bool((int(self._buffers.host_words[row][token >> 5]) >> (token & 31)) & 1)
+        return bool((self._buffers.host_words.item(row, token >> 5) >> (token & 31)) & 1)
 
     def _describe(self, token: int) -> str:
         if 0 <= token < self.vocab_size:

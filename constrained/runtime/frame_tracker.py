@@ -12,7 +12,7 @@ Everywhere else the constraint asks llguidance.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from collections.abc import Callable
 
 import numpy as np
@@ -40,6 +40,38 @@ _NO_TOKENS = np.zeros(0, dtype=np.int64)
 _OUTSIDE, _MARKUP, _VALUE, _LOST, _NUMBER, _JSON = range(6)
 _MARKUP_VALUE_STARTS = frozenset(b"[{tfn")
 """The first bytes of a value written in the markup that is no number."""
+_MEMO_LIMIT = 1 << 16
+"""The most entries a :class:`TrackerMemo` table keeps (then it starts over):
+markup holds the scalar members written before a value, so it is not a
+bounded set."""
+_NO_MATCH, _UNKNOWN = object(), object()
+
+
+class TrackerMemo:
+    """What the trackers of one tool set look up and learn, shared by its
+    requests (most tokens of a call are markup, and matching the dialect's
+    patterns byte by byte costs about 1 us a byte):
+
+    - per markup so far and token, whether the token's bytes open nothing
+      (no value, no number, no JSON), so they only extend the markup;
+    - per markup, whether it closes a call's arguments, and the tool it names;
+    - what the trackers look up per tool and key (a value's kind, its
+      guards, a number's automaton), which takes tens of microseconds the
+      first time.
+    """
+
+    def __init__(self) -> None:
+        self.quiet: dict[tuple[bytes, int], bool] = {}
+        self.closes: dict[bytes, object] = {}
+        self.lookups: _Lookups | None = None
+        """The trackers' arguments (:func:`frame_trackers`), made once (None: the dialect has no raw values)."""
+        self.looked_up = False
+
+    def learn(self, table: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+        """Keep ``value`` under ``key`` in one of the tables."""
+        if len(table) >= _MEMO_LIMIT:
+            table.clear()
+        table[key] = value
 
 
 class FrameTracker:
@@ -63,8 +95,10 @@ class FrameTracker:
         number_steps: Callable[[str, str], dict[tuple[int, int], int] | None] = lambda tool, key: None,
         members_in_order: bool = False,
         json_walk: Callable[[str, str], JsonWalk | None] = lambda tool, key: None,
+        shared: TrackerMemo | None = None,
     ) -> None:
         self.syntax = syntax
+        self._memo = shared if shared is not None else TrackerMemo()
         self.masks = masks
         self._table = tok.token_table[0]
         self._open_id = tok.token_id(syntax.call_open)
@@ -167,11 +201,16 @@ class FrameTracker:
         closing = self.syntax.arguments_close
         if closing is None or self._state != _MARKUP:
             return None
-        match = closing.fullmatch(self._markup)
-        if match is None:
+        closes = self._memo.closes
+        named = closes.get(self._markup, _UNKNOWN)
+        if named is _UNKNOWN:
+            match = closing.fullmatch(self._markup)
+            named = _NO_MATCH if match is None else match.group("tool")
+            named = named.decode("utf-8", "replace") if isinstance(named, bytes) else named
+            self._memo.learn(closes, self._markup, named)
+        if named is _NO_MATCH:
             return None
-        named = match.group("tool")
-        return named.decode("utf-8", "replace") if named is not None else self._tool
+        return named if named is not None else self._tool  # type: ignore[return-value]
 
     @property
     def values_closed(self) -> int:
@@ -256,7 +295,29 @@ class FrameTracker:
                 self._track_utf8(self._table[token])
                 self._guard(self._table[token])
             return
+        if self._state == _MARKUP and self._pending is None and self._number_steps is None:
+            key = (self._markup, token)
+            quiet = self._memo.quiet.get(key)
+            if quiet is None:
+                quiet = self._opens_nothing(self._table[token])
+                self._memo.learn(self._memo.quiet, key, quiet)
+            if quiet:
+                self._markup += self._table[token]
+                return
         self._feed_bytes(self._table[token])
+
+    def _opens_nothing(self, data: bytes) -> bool:
+        """Whether ``data`` fed in the markup only extends it: no byte ends
+        markup that opens a value or a number (what :meth:`_feed_bytes`
+        would then do at each byte is append it)."""
+        opening, number_opening, markup = self.syntax.opening, self.syntax.number_opening, self._markup
+        for position in range(len(data)):
+            markup += data[position : position + 1]
+            if len(markup) > MARKUP_LIMIT or opening.fullmatch(markup) or (
+                number_opening is not None and number_opening.fullmatch(markup)
+            ):
+                return False
+        return True
 
     def _number_after(self, data: bytes) -> int | None:
         state: int | None = self._number
@@ -392,10 +453,35 @@ class FrameTracker:
                 self._need -= 1
 
 
-def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = None) -> list[FrameTracker] | None:
+def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = None,
+                   shared: TrackerMemo | None = None) -> list[FrameTracker] | None:
     """One tracker per sequence for ``compiled``, or ``None`` when its
     dialect has no raw-text values; with ``memo`` (the tool set's), they
-    walk its JSON values (:mod:`.json_walk`)."""
+    walk its JSON values (:mod:`.json_walk`); ``shared``: the tool set's
+    :class:`TrackerMemo` (else one for these trackers)."""
+    shared = shared if shared is not None else TrackerMemo()
+    if not shared.looked_up:
+        shared.lookups, shared.looked_up = _lookups(compiled, memo), True
+    lookups = shared.lookups
+    return None if lookups is None else [FrameTracker(*lookups, shared=shared) for _ in range(count)]
+
+
+class _Lookups(NamedTuple):
+    syntax: RawTextSyntax
+    tok: Tokenizer
+    masks: TextFrameMasks
+    value_kind: Callable[[str, str], ValueKind]
+    guards: Callable[[str], ValueGuards | None]
+    values_decide: Callable[[str], bool]
+    number_steps: Callable[[str, str], dict[tuple[int, int], int] | None]
+    members_in_order: bool
+    json_walk: Callable[[str, str], JsonWalk | None]
+
+
+def _lookups(compiled: CompiledTools, memo: WalkMemo | None) -> _Lookups | None:
+    """:class:`FrameTracker`'s arguments for ``compiled``'s sequences (but
+    its memo): what they look up per tool and key, kept as they are first
+    asked for; None when the dialect has no raw-text values."""
     tok = compiled.tokenizer
     dialect = get_dialect(compiled.dialect)
     syntax = dialect.raw_text_syntax(Markers(tok))
@@ -406,21 +492,26 @@ def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = 
     kinds: dict[tuple[str, str], ValueKind] = {}
 
     def value_kind(tool: str, key: str) -> ValueKind:
-        if (tool, key) not in kinds:
+        kind = kinds.get((tool, key))
+        if kind is None:
             known = tools.get(tool)
-            kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
-        return kinds[tool, key]
+            kind = kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
+        return kind
 
     objects = {tool.name: dialect.argument_objects(tool) for tool in compiled.tools}
 
     def values_decide(tool: str) -> bool:
         return len(objects.get(tool, ())) != 1
 
+    automata: dict[tuple[str, str], dict[tuple[int, int], int] | None] = {}
+
     def number_steps(tool: str, key: str) -> dict[tuple[int, int], int] | None:
         """The automaton of ``key``'s values when they are any JSON number
         (the grammar's plain ``%json`` number leaf), else None."""
-        member = objects[tool][0].property(key) if not values_decide(tool) else None
-        return free_number_steps(tools[tool].schema.resolve(member)) if member is not None else None
+        if (tool, key) not in automata:
+            member = objects[tool][0].property(key) if not values_decide(tool) else None
+            automata[tool, key] = free_number_steps(tools[tool].schema.resolve(member)) if member is not None else None
+        return automata[tool, key]
 
     walkable, delimiter = walk_syntax(compiled)
     walks = memo if memo is not None and walkable else None
@@ -439,8 +530,7 @@ def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = 
         return guard_sets[tool]
 
     in_order = compiled.options.key_order != "any"  # "any": each set of keys written has its own continuation
-    return [FrameTracker(syntax, tok, masks, value_kind, guards, values_decide, number_steps, in_order, json_walk)
-            for _ in range(count)]
+    return _Lookups(syntax, tok, masks, value_kind, guards, values_decide, number_steps, in_order, json_walk)
 
 
 def prepare_tables(tok: Tokenizer, dialect: str) -> None:

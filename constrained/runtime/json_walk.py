@@ -107,14 +107,14 @@ class WalkMemo:
     """What the JSON walks of one tool set learn, shared by its requests:
     a number for each frame they met, with the definitions its references
     name (a walk's state holds numbers, cheap to compare), and each step:
-    from a state, by a token, to a state and a skeleton. A step is one
+    from a state, by a token (or bytes), to a state and a skeleton. A step is one
     lookup once it is known."""
 
     def __init__(self) -> None:
         self._frames: list[tuple[Frame, Mapping[str, Frame]]] = []
         # By the ids of the frame and its definitions: both are kept, so the ids stay theirs.
         self._numbers: dict[tuple[int, int], int] = {}
-        self.steps: dict[tuple[tuple[Any, ...], int], tuple[tuple[Any, ...], tuple[int, ...], int | None]] = {}
+        self.steps: dict[tuple[tuple[Any, ...], int | bytes], tuple[tuple[Any, ...], tuple[int, ...], int | None]] = {}
         self._lock = threading.Lock()
 
     def number(self, frame: Frame | None, definitions: Mapping[str, Frame]) -> int:
@@ -223,17 +223,18 @@ class JsonWalk:
         return None
 
     def feed(self, data: bytes, token: int | None = None) -> None:
-        """Advance past ``data`` (the bytes of ``token``, when it is given:
-        then the step is looked up in the memo, and kept there)."""
+        """Advance past ``data`` (the bytes of ``token``, when it is given).
+        The step is looked up in the memo by the token, else by the bytes
+        (a value that begins inside a token), and kept there."""
         steps = self._memo.steps
         before = self._state
         if self.first_fed is None:
             self.first_fed = len(data)
-        if token is not None:
-            known = steps.get((before, token))
-            if known is not None:
-                self._state, self.skeleton, self.ended = known
-                return
+        key = (before, token if token is not None else data)
+        known = steps.get(key)
+        if known is not None:
+            self._state, self.skeleton, self.ended = known
+            return
         (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need, self._key,
          self._empty, self._number, self._integer, self._literal) = before
         out: list[int] = []
@@ -249,8 +250,8 @@ class JsonWalk:
         self._state = (self._mode, self._frame, self._stack, self._free, self._closable, self._escape, self._need,
                        self._key, self._empty, self._number, self._integer, self._literal)
         self.skeleton = tuple(out)
-        if token is not None and len(steps) < _MEMO_STEPS:
-            steps[before, token] = self._state, self.skeleton, self.ended
+        if len(steps) < _MEMO_STEPS:
+            steps[key] = self._state, self.skeleton, self.ended
 
     def _step(self, byte: int, out: list[int]) -> None:
         """Advance one byte, writing what the skeleton keeps of it to ``out``."""

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .frame_tracker import TrackerMemo
 from .json_walk import WalkMemo
 
 if TYPE_CHECKING:
@@ -156,6 +157,8 @@ class MaskCache:
         self._labels: dict[Hashable, int] = {}
         self.walks = WalkMemo()
         """What the JSON walks of the tool set's requests learned (kept when the masks start over)."""
+        self.trackers = TrackerMemo()
+        """What the frame trackers of its requests looked up and learned (kept too)."""
         self._warmed = False
         self._lock = threading.Lock()
 

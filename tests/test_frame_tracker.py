@@ -1,0 +1,106 @@
+"""The frame trackers' shared memo (``constrained.runtime.frame_tracker``):
+what a tool set's trackers learn about its markup (a token that only
+extends it, markup that closes a call's arguments) and look up per tool
+and key is kept once per tool set, and a tracker that uses it stands
+exactly where one that works everything out byte by byte does."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from constrained import compile_tools, load_tokenizer, render_tool_calls
+from constrained.runtime import frame_tracker
+from constrained.runtime.constraint import ToolCallConstraint
+from constrained.runtime.frame_tracker import FrameTracker, TrackerMemo, frame_trackers
+from constrained.tokenizers import Tokenizer
+from corpus import bfcl_entries
+
+TOKENIZERS = {"gemma4": "gemma4", "qwen3_coder": "qwen3", "glm47": "qwen3"}
+
+
+@functools.cache
+def tok(name: str) -> Tokenizer:
+    return load_tokenizer(name)
+
+
+class _NeverQuiet(dict):
+    """A memo table that knows nothing and keeps nothing: every markup
+    token goes byte by byte, as without the memo."""
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def __setitem__(self, key, value) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+class _Forgetful(dict):
+    def __setitem__(self, key, value) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+def byte_by_byte() -> TrackerMemo:
+    memo = TrackerMemo()
+    memo.quiet, memo.closes = _NeverQuiet(), _Forgetful()
+    return memo
+
+
+def calls(dialect: str, count: int) -> list[tuple[object, list[int]]]:
+    """BFCL ground-truth calls of ``dialect`` that render: (compiled tools, tokens)."""
+    t = tok(TOKENIZERS[dialect])
+    found = []
+    for entry in bfcl_entries()[::7]:
+        try:
+            compiled = compile_tools(entry.functions, dialect, t, tool_choice="required", key_order="schema")
+            text = "".join(render_tool_calls([{"name": n, "arguments": a}], compiled.tools, dialect, key_order="schema")
+                           for n, a in entry.calls)
+        except Exception:  # ground truth that is no valid call of its tools
+            continue
+        found.append((compiled, t.encode(text)))
+        if len(found) == count:
+            break
+    return found
+
+
+def place(tracker: FrameTracker) -> tuple[object, ...]:
+    return (*tracker.snapshot(), tracker.closed_arguments, tracker.in_text_frame, tracker.number_state)
+
+
+@pytest.mark.parametrize("dialect", ["gemma4", "qwen3_coder", "glm47"])
+def test_a_tracker_with_a_learned_memo_stands_where_byte_by_byte_matching_does(dialect: str) -> None:
+    for compiled, tokens in calls(dialect, 25):
+        shared = TrackerMemo()
+        (warm,) = frame_trackers(compiled, 1, shared=shared)  # type: ignore[arg-type, misc]
+        for token in tokens:  # the memo learns this call
+            warm.feed(token)
+        (learned,) = frame_trackers(compiled, 1, shared=shared)  # type: ignore[arg-type, misc]
+        (plain,) = frame_trackers(compiled, 1, shared=byte_by_byte())  # type: ignore[arg-type, misc]
+        assert shared.quiet and any(shared.quiet.values())
+        for position, token in enumerate(tokens):
+            learned.feed(token)
+            plain.feed(token)
+            assert place(learned) == place(plain), (compiled.tools[0].name, position)
+
+
+def test_a_tool_sets_requests_share_one_memo_and_what_it_looked_up() -> None:
+    compiled, tokens = calls("gemma4", 1)[0]
+    first = ToolCallConstraint(compiled)  # type: ignore[arg-type]
+    first.consume_row(0, tokens)
+    second = ToolCallConstraint(compiled)  # type: ignore[arg-type]
+    assert first._trackers is not None and second._trackers is not None
+    memo = first._trackers[0]._memo
+    assert second._trackers[0]._memo is memo and memo.quiet
+    # The lookups per tool and key are the same functions, with what they found kept.
+    assert second._trackers[0]._value_kind is first._trackers[0]._value_kind
+
+
+def test_a_memo_table_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(frame_tracker, "_MEMO_LIMIT", 3)
+    memo = TrackerMemo()
+    for key in range(3):
+        memo.learn(memo.closes, bytes([key]), None)
+    assert len(memo.closes) == 3
+    memo.learn(memo.closes, b"x", "tool")
+    assert memo.closes == {b"x": "tool"}
