@@ -43,7 +43,7 @@ class _Forgetful(dict):
 
 def byte_by_byte() -> TrackerMemo:
     memo = TrackerMemo()
-    memo.quiet, memo.closes = _NeverQuiet(), _Forgetful()
+    memo.quiet, memo.closes, memo.openings = _NeverQuiet(), _Forgetful(), _Forgetful()
     return memo
 
 

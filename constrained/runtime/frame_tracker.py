@@ -47,11 +47,16 @@ bounded set."""
 _NO_MATCH, _UNKNOWN = object(), object()
 
 
+def _decoded(name: bytes | None) -> str | None:
+    return name.decode("utf-8", "replace") if name is not None else None
+
+
 class TrackerMemo:
     """What the trackers of one tool set look up and learn, shared by its
     requests (most tokens of a call are markup, and matching the dialect's
     patterns byte by byte costs about 1 us a byte):
 
+    - per markup, what it opens (:meth:`FrameTracker._openings`);
     - per markup so far and token, whether the token's bytes open nothing
       (no value, no number, no JSON), so they only extend the markup;
     - per markup, whether it closes a call's arguments, and the tool it names;
@@ -61,6 +66,7 @@ class TrackerMemo:
     """
 
     def __init__(self) -> None:
+        self.openings: dict[bytes, tuple[tuple[str | None, str, int] | None, tuple[str | None, str] | None]] = {}
         self.quiet: dict[tuple[bytes, int], bool] = {}
         self.closes: dict[bytes, object] = {}
         self.lookups: _Lookups | None = None
@@ -310,12 +316,10 @@ class FrameTracker:
         """Whether ``data`` fed in the markup only extends it: no byte ends
         markup that opens a value or a number (what :meth:`_feed_bytes`
         would then do at each byte is append it)."""
-        opening, number_opening, markup = self.syntax.opening, self.syntax.number_opening, self._markup
+        markup = self._markup
         for position in range(len(data)):
             markup += data[position : position + 1]
-            if len(markup) > MARKUP_LIMIT or opening.fullmatch(markup) or (
-                number_opening is not None and number_opening.fullmatch(markup)
-            ):
+            if len(markup) > MARKUP_LIMIT or self._openings(markup) != (None, None):
                 return False
         return True
 
@@ -389,14 +393,36 @@ class FrameTracker:
             self._end_value()
             self._feed_bytes(data[walk.ended :])
 
+    def _openings(self, markup: bytes) -> tuple[tuple[str | None, str, int] | None, tuple[str | None, str] | None]:
+        """What ``markup`` opens, when the dialect's patterns match it whole:
+        a value (the tool it names, if any, its key and the closing's KMP
+        state after the markup) and a number (tool and key), each or None;
+        learned once per tool set."""
+        openings = self._memo.openings
+        found = openings.get(markup)
+        if found is None:
+            opened = number = None
+            match = self.syntax.opening.fullmatch(markup)
+            if match is not None:
+                state = 0
+                for byte in markup if self.masks.close else b"":
+                    state = self.masks.transitions[state][byte]
+                opened = (_decoded(match.group("tool")), match.group("key").decode("utf-8", "replace"), state)
+            match = self.syntax.number_opening.fullmatch(markup) if self.syntax.number_opening else None
+            if match is not None:
+                number = (_decoded(match.group("tool")), match.group("key").decode("utf-8", "replace"))
+            found = opened, number
+            self._memo.learn(openings, markup, found)
+        return found
+
     def _open_value(self) -> None:
-        match = self.syntax.opening.fullmatch(self._markup)
-        if match is None:
-            self._open_number()
+        opened, number = self._openings(self._markup)
+        if opened is None:
+            self._open_number(number)
             return
-        if match.group("tool") is not None:
-            self._tool = match.group("tool").decode("utf-8", "replace")
-        key = match.group("key").decode("utf-8", "replace")
+        tool, key, state = opened
+        if tool is not None:
+            self._tool = tool
         kind = ValueKind.UNTRACKED if self._tool is None else self._value_kind(self._tool, key)
         if self._tool is None or kind is ValueKind.UNTRACKED or (kind is ValueKind.OTHER and self.syntax.json_may_hold_close):
             self._state = _LOST
@@ -411,21 +437,18 @@ class FrameTracker:
             and self._number_steps is None and self.syntax.number_opening is None else None
         self._guards = self._guards_of(self._tool) if self._fast else None
         self._tail = self._guards.initial if self._guards is not None else b""
-        state = 0
-        for byte in self._markup if self.masks.close else b"":
-            state = self.masks.transitions[state][byte]
         self._state, self._kmp, self._initial, self._need = _VALUE, state, state > 0, 0
 
-    def _open_number(self) -> None:
+    def _open_number(self, number: tuple[str | None, str] | None) -> None:
         """Where the markup may go on with a top-level number that leaves no
-        trace (``number_opening``): ready to follow it from its first byte."""
-        match = self.syntax.number_opening.fullmatch(self._markup) if self.syntax.number_opening else None
-        if match is None:
+        trace (``number_opening``, which matched ``number``: its tool and
+        key): ready to follow it from its first byte."""
+        if number is None:
             return
-        if match.group("tool") is not None:
-            self._tool = match.group("tool").decode("utf-8", "replace")
+        tool, key = number
+        if tool is not None:
+            self._tool = tool
         if self._tool is not None and not self._values_decide(self._tool):
-            key = match.group("key").decode("utf-8", "replace")
             self._number_steps = self._number_steps_of(self._tool, key)
             self._number = None if self._number_steps is None else 0
             self._member = self._in_order(self._tool, key)
