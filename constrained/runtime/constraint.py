@@ -127,7 +127,7 @@ class ToolCallConstraint:
     sequence of the same tool set reaches the same state
     (:mod:`.mask_cache`); ``cache_masks=False`` asks llguidance every time.
     The first constraint of a tool set warms its cache (:func:`warm_mask_cache`,
-    medians 3.5-19 ms in ``bench/mask_time.py``) unless an engine's compile
+    medians 3.5-27 ms in ``bench/mask_time.py``) unless an engine's compile
     already did.
     """
 
