@@ -101,7 +101,7 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
     return next(iter(variants.values()), compiled)
 
 
-_ACTIVE = RowState.ACTIVE
+_ACTIVE, _RELEASED = RowState.ACTIVE, RowState.RELEASED
 _ENDED = frozenset((RowState.FINISHED, RowState.STOPPED))
 
 
@@ -254,8 +254,9 @@ class ToolCallConstraint:
                 "feed a single row with consume_row()",
                 argument="token_ids",
             )
+        states = self._states
         for row, token in enumerate(ids):
-            if not self.is_finished(row):
+            if states[row] not in _ENDED:
                 self._feed(row, int(token))
 
     def consume_row(self, row: int, token_ids: Sequence[int]) -> None:
@@ -271,7 +272,7 @@ class ToolCallConstraint:
 
     def _feed(self, row: int, token: int) -> None:
         state = self._states[row]
-        if state is RowState.RELEASED:
+        if state is _RELEASED:
             self._unmatched[row] += 1
             return
         forced = self._forced[row]
@@ -588,7 +589,7 @@ class ToolCallConstraint:
                     self.forced_rows += 1
                 else:
                     pending.append((self._matchers[row], row, node))
-            elif state is RowState.RELEASED:
+            elif state is _RELEASED:
                 buffers.host_bits[row].fill_(-1)
                 forbidden[row] = buffers.nothing
             else:

@@ -59,6 +59,7 @@ import numpy as np
 
 from .frame_tracker import TrackerMemo
 from .json_walk import WalkMemo
+from .text_masks import ALL_ALLOWED
 
 if TYPE_CHECKING:
     import torch
@@ -88,7 +89,6 @@ CLOSED_CALL = OPENED_CALL + 1
 """The label of the node after a call's closing token, from the root."""
 _SAMPLE = 16
 """Every this many words are looked at first, to turn most rows down cheaply."""
-_ALL = np.uint32(0xFFFFFFFF)
 
 
 class SparseRow:
@@ -269,9 +269,9 @@ class MaskCache:
         import torch
 
         node.checked = True
-        if np.count_nonzero(row[::_SAMPLE] != _ALL) > _SPARSE_WORDS // _SAMPLE:
+        if np.count_nonzero(row[::_SAMPLE] != ALL_ALLOWED) > _SPARSE_WORDS // _SAMPLE:
             return  # one word in 16 already forbids too much: most masks at choices
-        partial = np.flatnonzero(row != _ALL)
+        partial = np.flatnonzero(row != ALL_ALLOWED)
         if len(partial) > _SPARSE_WORDS:
             return
         clear = np.flatnonzero(np.unpackbits(row[partial].view(np.uint8), bitorder="little") == 0)

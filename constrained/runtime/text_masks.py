@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
     from ..tokenizers import Tokenizer
 
-_ALL = np.uint32(0xFFFFFFFF)
+ALL_ALLOWED = np.uint32(0xFFFFFFFF)
+"""A packed mask word that allows each of its 32 tokens."""
 
 
 @dataclass
@@ -77,7 +78,7 @@ class TextFrameMasks:
             rows[:, self.close_token >> 5] |= np.uint32(1 << (self.close_token & 31))
         self.written = list(rows)
         for row in self.written:
-            words = np.flatnonzero(row != _ALL)
+            words = np.flatnonzero(row != ALL_ALLOWED)
             self._exceptions.append((words, row[words]) if len(words) <= len(row) // 8 else None)
 
     def write(self, row: np.ndarray, state: int) -> None:
@@ -88,7 +89,7 @@ class TextFrameMasks:
         if exceptions is None:
             np.copyto(row, self.written[state])
             return
-        row.fill(_ALL)
+        row.fill(ALL_ALLOWED)
         row[exceptions[0]] = exceptions[1]
 
     def forbidden(self, state: int) -> torch.Tensor:
