@@ -254,9 +254,8 @@ class ToolCallConstraint:
                 "feed a single row with consume_row()",
                 argument="token_ids",
             )
-        states = self._states
         for row, token in enumerate(ids):
-            if states[row] not in _ENDED:
+            if not self.is_finished(row):
                 self._feed(row, int(token))
 
     def consume_row(self, row: int, token_ids: Sequence[int]) -> None:

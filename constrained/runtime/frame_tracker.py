@@ -12,7 +12,7 @@ Everywhere else the constraint asks llguidance.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from collections.abc import Callable
 
 import numpy as np
@@ -73,7 +73,7 @@ class TrackerMemo:
         """The trackers' arguments (:func:`frame_trackers`), made once (None: the dialect has no raw values)."""
         self.looked_up = False
 
-    def learn(self, table: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+    def learn(self, table: dict[Any, Any], key: object, value: object) -> None:
         """Keep ``value`` under ``key`` in one of the tables."""
         if len(table) >= _MEMO_LIMIT:
             table.clear()
@@ -101,10 +101,11 @@ class FrameTracker:
         number_steps: Callable[[str, str], dict[tuple[int, int], int] | None] = lambda tool, key: None,
         members_in_order: bool = False,
         json_walk: Callable[[str, str], JsonWalk | None] = lambda tool, key: None,
-        shared: TrackerMemo | None = None,
+        *,
+        shared: TrackerMemo,
     ) -> None:
         self.syntax = syntax
-        self._memo = shared if shared is not None else TrackerMemo()
+        self._memo = shared
         self.masks = masks
         self._table = tok.token_table[0]
         self._open_id = tok.token_id(syntax.call_open)
@@ -211,8 +212,7 @@ class FrameTracker:
         named = closes.get(self._markup, _UNKNOWN)
         if named is _UNKNOWN:
             match = closing.fullmatch(self._markup)
-            named = _NO_MATCH if match is None else match.group("tool")
-            named = named.decode("utf-8", "replace") if isinstance(named, bytes) else named
+            named = _NO_MATCH if match is None else _decoded(match.group("tool"))
             self._memo.learn(closes, self._markup, named)
         if named is _NO_MATCH:
             return None
