@@ -23,6 +23,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Sequence
 
@@ -34,8 +35,8 @@ from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
 from .json_walk import BACK, MARK, ArgumentsTracker, JsonWalk, arguments_trackers
-from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, NOTHING, OPENED_CALL, MaskCache, MaskNode, mask_cache,
-                         single_token, write_token)
+from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, NOTHING, OPENED_CALL, MaskCache, MaskNode,
+                         allows_other_than, mask_cache, single_token, write_token)
 
 if TYPE_CHECKING:
     import torch
@@ -102,7 +103,6 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
 
 
 _ACTIVE, _RELEASED = RowState.ACTIVE, RowState.RELEASED
-_ENDED = frozenset((RowState.FINISHED, RowState.STOPPED))
 
 
 class ToolCallConstraint:
@@ -129,6 +129,13 @@ class ToolCallConstraint:
     The first constraint of a tool set warms its cache (:func:`warm_mask_cache`,
     medians 3.5-27 ms in ``bench/mask_time.py``) unless an engine's compile
     already did.
+
+    A token the step's own mask allowed is taken without asking llguidance
+    (masks equal llguidance's, so it would accept it); the row's matcher is
+    fed the tokens it missed, in one call, when llguidance is next asked
+    for the row: a mask the cache does not hold, forced tokens, a token
+    without this step's mask, a rollback. A call the cache knows end to end
+    never feeds llguidance at all.
     """
 
     def __init__(
@@ -153,7 +160,11 @@ class ToolCallConstraint:
         self.events: list[ConstraintEvent] = []
         self._matchers = [compiled.matcher() for _ in range(batch_size)]
         self._states = [RowState.ACTIVE] * batch_size
-        self._consumed = [0] * batch_size  # tokens the matcher holds
+        self._consumed = [0] * batch_size  # tokens the row holds under the grammar
+        # Per row, how many of its last tokens held (in _history) its matcher
+        # was not fed yet: a token its step's mask allowed is held without
+        # llguidance, which is fed only when it is asked (_catch_up).
+        self._unfed = [0] * batch_size
         self._unmatched = [0] * batch_size  # tokens fed after a violation, incl. the forbidden one
         self._ended = [False] * batch_size  # the last token held is an end token (not in the matcher)
         self._masked = [False] * batch_size  # the host bitmask holds the row's mask for its next token
@@ -212,7 +223,8 @@ class ToolCallConstraint:
     def is_finished(self, row: int) -> bool:
         """Whether ``row`` should end: its grammar is complete, or a
         violation stopped it."""
-        return self._states[row] in _ENDED
+        state = self._states[row]
+        return state is not _ACTIVE and state is not _RELEASED  # identity: an Enum's hash runs Python code
 
     @property
     def finished(self) -> list[bool]:
@@ -238,8 +250,72 @@ class ToolCallConstraint:
         run is known without it)."""
         forced = self._forced[row]
         if not forced:
+            self._catch_up(row)
+            if self._states[row] is not _ACTIVE:
+                return []
             forced = self._forced[row] = self._matchers[row].compute_ff_tokens()
         return forced
+
+    def _catch_up(self, row: int) -> None:
+        """Feed the row's matcher the tokens it holds unfed (in one call).
+        llguidance refusing one means a mask let it through that was not
+        llguidance's (a mask cache error): the row takes that token and
+        those after it back and meets a violation there, as at a forbidden
+        token (:meth:`_violate`)."""
+        unfed = self._unfed[row]
+        if unfed:
+            self._unfed[row] = 0
+            fed = self._matchers[row].try_consume_tokens([entry[0] for entry in self._history[row][-unfed:]])
+            if fed < unfed:
+                refused = unfed - fed
+                token = self._history[row][-refused][0]
+                self._take_back(row, refused)
+                self._consumed[row] -= refused
+                self._violate(row, token, refused)
+
+    def _crosses(self, row: int, state: int, token: int) -> bool:
+        """Whether the grammar allows ``token``, which ends the row's open
+        value of any text from the closing's KMP state ``state`` and goes on
+        past the closing. What follows such a value does not depend on its
+        text (:mod:`.mask_cache`), so the answer is kept with the node where
+        the value opened; else the matcher is asked, once caught up."""
+        start = self._value_starts[row]
+        crossings = start.crossings if start is not None else None
+        known = crossings.get((state, token)) if crossings is not None else None
+        if known is None:
+            self._catch_up(row)
+            known = self._states[row] is _ACTIVE and self._matchers[row].validate_tokens([token]) == 1
+            if start is not None:
+                if start.crossings is None:
+                    start.crossings = {}
+                start.crossings[state, token] = known
+        return known
+
+    def _stopped(self, row: int) -> bool:
+        """Whether the row's grammar is complete (llguidance's ``is_stopped``:
+        only an end token may follow). Without feeding the matcher when the
+        row's next mask is known and allows more than the end tokens, or the
+        row stands inside a value of any text, which its closing must end."""
+        if self._unfed[row]:
+            node = self._nodes[row]
+            if node is not None and self._goes_on(node):
+                return False
+            if self._trackers is not None and self._trackers[row].in_any_text_value:
+                return False
+            self._catch_up(row)
+            if self._states[row] is not _ACTIVE:
+                return False
+        return bool(self._matchers[row].is_stopped())
+
+    def _goes_on(self, node: MaskNode) -> bool:
+        """Whether ``node`` keeps a mask that allows a token other than the
+        end tokens (learned once per node)."""
+        goes_on = node.goes_on
+        if goes_on is None:
+            if node.mask is None:
+                return False
+            goes_on = node.goes_on = allows_other_than(node.mask, self._end_ids)
+        return goes_on
 
     # -- feeding tokens ----------------------------------------------------
 
@@ -284,12 +360,20 @@ class ToolCallConstraint:
             self._consumed[row] += 1
             if not self._ended[row]:
                 self._advance(row, token)
-            if self._ended[row] or self._matchers[row].is_stopped():
+            if self._ended[row] or self._stopped(row):
                 self._states[row] = RowState.FINISHED
-            return
+        elif self._states[row] is _ACTIVE:
+            self._violate(row, token, 1)
+        else:  # catching up met a violation before this token
+            self._unmatched[row] += 1
+
+    def _violate(self, row: int, token: int, unmatched: int) -> None:
+        """``token``, after the tokens the row holds, is not the grammar's:
+        release or stop the row (``on_violation``) and record the event;
+        ``unmatched``: the tokens it holds from there on."""
         new_state = RowState.RELEASED if self.on_violation == "unconstrained" else RowState.STOPPED
         self._states[row] = new_state
-        self._unmatched[row] = 1
+        self._unmatched[row] = unmatched
         event = ConstraintEvent(row, self._consumed[row], token, self._describe(token), new_state)
         self.events.append(event)
         logger.warning("%s", event)
@@ -431,20 +515,28 @@ class ToolCallConstraint:
         return skeleton.child(LEAF_LABELS + state) if state is not None else before.child(token)
 
     def _accepts(self, row: int, token: int) -> bool:
-        """Consume ``token`` if the grammar allows it, leaving the matcher
-        usable either way (llguidance's ``try_consume_tokens``). An end token
-        is not fed to the matcher itself: llguidance stops at it and cannot
-        roll it back exactly, and the row needs no more masks from it. The
-        mask of this very step says whether it is allowed, else a copy of
-        the matcher is asked (about 100 us)."""
-        matcher = self._matchers[row]
+        """Whether the grammar allows ``token``, taking it if so. The mask of
+        this very step answers when the row has one: the token is held
+        without feeding the matcher (:meth:`_catch_up` feeds it when
+        llguidance is next asked; a step the mask cache answers does not
+        ask it). Else the matcher is asked, and left usable either way
+        (``try_consume_tokens``). An end token is never fed to the matcher:
+        llguidance stops at it and cannot roll it back exactly, and the row
+        needs no more masks from it; without this step's mask a copy of the
+        matcher is asked (about 100 us)."""
         masked, self._masked[row] = self._masked[row], False
-        allowed = masked and 0 <= token < self.vocab_size and self._mask_allows(row, token)
+        if masked and 0 <= token < self.vocab_size and self._mask_allows(row, token):
+            if token in self._end_ids:
+                self._ended[row] = True
+            else:
+                self._unfed[row] += 1  # _advance holds it in the history
+            return True
+        self._catch_up(row)
+        if self._states[row] is not _ACTIVE:
+            return False
         if token not in self._end_ids:
-            if allowed:  # the cheaper consume
-                return bool(matcher.consume_token(token))
-            return bool(matcher.try_consume_tokens([token]) == 1)
-        if not allowed and not matcher.deep_copy().consume_token(token):
+            return bool(self._matchers[row].try_consume_tokens([token]) == 1)
+        if not self._matchers[row].deep_copy().consume_token(token):
             return False
         self._ended[row] = True
         return True
@@ -480,17 +572,23 @@ class ToolCallConstraint:
                 matched -= 1
             if matched:
                 self._roll_back_matcher(r, matched)
-                history = self._history[r]
-                _, snapshot, (self._nodes[r], self._value_starts[r], self._call_nodes[r], self._skeletons[r],
-                              self._kept[r]) = history[-matched]
-                follower = self._follower(r)
-                if follower is not None:
-                    follower.restore(snapshot)
-                del history[-matched:]
+                self._take_back(r, matched)
             self._consumed[r] -= matched
             if self._unmatched[r] == 0:
-                stopped = self._ended[r] or self._matchers[r].is_stopped()
-                self._states[r] = RowState.FINISHED if stopped else RowState.ACTIVE
+                self._states[r] = RowState.ACTIVE
+                if self._ended[r] or self._stopped(r):
+                    self._states[r] = RowState.FINISHED
+
+    def _take_back(self, row: int, count: int) -> None:
+        """Restore the row's follower and places in the cache to where they
+        stood before its last ``count`` tokens held, and forget those."""
+        history = self._history[row]
+        _, snapshot, (self._nodes[row], self._value_starts[row], self._call_nodes[row], self._skeletons[row],
+                      self._kept[row]) = history[-count]
+        follower = self._follower(row)
+        if follower is not None:
+            follower.restore(snapshot)
+        del history[-count:]
 
     def _roll_back_matcher(self, row: int, count: int) -> None:
         """Take ``count`` tokens back from the row's matcher.
@@ -503,16 +601,19 @@ class ToolCallConstraint:
         still needs a key, allowed ``"}`` too). So when llguidance computed a
         mask past the point rolled back to, the row gets a new matcher fed
         the tokens it keeps (under 1 us a token); otherwise its own rollback
-        is exact."""
-        kept = self._consumed[row] - count
+        is exact. Tokens the matcher was not fed are only forgotten."""
+        unfed = min(count, self._unfed[row])
+        self._unfed[row] -= unfed
+        count -= unfed
+        if not count:
+            return
+        kept = self._consumed[row] - count - unfed
         if self._mask_at[row] <= kept:
             if not self._matchers[row].rollback(count):
                 raise ConstraintError(f"sequence {row}: llguidance could not roll back {count} tokens")
             return
-        matcher = self.compiled.matcher()
-        if not matcher.consume_tokens([entry[0] for entry in self._history[row][:kept]]):
-            raise ConstraintError(f"sequence {row}: llguidance refused the {kept} tokens it had accepted")
-        self._matchers[row], self._mask_at[row] = matcher, -1
+        # A new matcher, fed the tokens kept when it is next asked.
+        self._matchers[row], self._mask_at[row], self._unfed[row] = self.compiled.matcher(), -1, kept
 
     # -- the mask ----------------------------------------------------------
 
@@ -566,8 +667,8 @@ class ToolCallConstraint:
                 self._masked[row] = True
                 node = nodes[row]
                 if trackers is not None and trackers[row].in_text_frame:
-                    forbidden[row], holding[row] = trackers[row].fill(words[row], self._matchers[row].validate_tokens,
-                                                                      held)
+                    # partial, made per step: kept on self it would be a cycle that outlives the request
+                    forbidden[row], holding[row] = trackers[row].fill(words[row], partial(self._crosses, row), held)
                     self.precomputed_rows += 1
                 elif node is not None and (mask := node.mask) is not None:
                     assert cache is not None
@@ -586,12 +687,15 @@ class ToolCallConstraint:
                         assert cache is not None
                         cache.keep_token(node, token)
                     self.forced_rows += 1
-                else:
+                elif self._states[row] is _ACTIVE:
                     pending.append((self._matchers[row], row, node))
-            elif state is _RELEASED:
+                if self._states[row] is not _ACTIVE:  # catching up met a violation
+                    state, self._masked[row] = self._states[row], False
+                    forbidden[row] = single[row] = holding[row] = None
+            if state is _RELEASED:
                 buffers.host_bits[row].fill_(-1)
                 forbidden[row] = buffers.nothing
-            else:
+            elif state is not _ACTIVE:
                 buffers.host_bits[row].copy_(buffers.end_only)
         return pending
 

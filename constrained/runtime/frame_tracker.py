@@ -228,15 +228,16 @@ class FrameTracker:
         """Whether the next mask is a precomputed row (:meth:`fill`)."""
         return self._state == _VALUE and self._fast and self._need == 0
 
-    def fill(self, row: np.ndarray, validate: Callable[[list[int]], int],
+    def fill(self, row: np.ndarray, crosses: Callable[[int, int], bool],
              held: object = None) -> tuple[torch.Tensor | None, np.ndarray | None]:
         """Write the mask into ``row`` (``uint32`` words); return the tokens
         it forbids when they are exactly the precomputed ones (else None),
         and the precomputed array ``row`` now equals (None when the step
-        added or took tokens). ``validate`` is the matcher's
-        ``validate_tokens``: it judges the tokens that end the value and go
-        on. ``held``: an array ``row`` is known to equal (then it is not
-        copied again when the mask is that array)."""
+        added or took tokens). ``crosses(state, token)`` says whether the
+        grammar allows a token that ends the value, from the closing's
+        state ``state``, and goes on past it. ``held``: an array ``row`` is
+        known to equal (then it is not copied again when the mask is that
+        array)."""
         masks, state = self.masks, self._kmp
         written = masks.written[state]
         if held is not written:
@@ -251,7 +252,7 @@ class FrameTracker:
             for token in masks.completing[state]:
                 row[token >> 5] |= np.uint32(1 << (token & 31))
             for token in masks.crossing[state]:
-                if validate([token]) == 1:
+                if crosses(state, token):
                     row[token >> 5] |= np.uint32(1 << (token & 31))
         bad = self._guards.bad(self._tail, state) if self._guards is not None else _NO_TOKENS
         if bad.size:  # tokens that would complete a guard

@@ -115,7 +115,7 @@ class MaskNode:
     """A token history (from the start of the output, or from the opening
     of a raw value) and, once computed, llguidance's mask after it."""
 
-    __slots__ = ("children", "mask", "forbidden", "checked")
+    __slots__ = ("children", "mask", "forbidden", "checked", "goes_on", "crossings")
 
     def __init__(self) -> None:
         self.children: dict[int, MaskNode] = {}
@@ -125,6 +125,12 @@ class MaskNode:
         self.forbidden: torch.Tensor | None = None
         """For a row: the tokens it forbids, when they are few (else None)."""
         self.checked = False  # a row was looked at for the forms above
+        self.goes_on: bool | None = None
+        """Whether the mask allows a token other than the end tokens, once asked."""
+        self.crossings: dict[tuple[int, int], bool] | None = None
+        """Where a value of any text opened: whether the grammar allows a token
+        that ends it from a state of its closing and goes on, once asked
+        (:meth:`~constrained.runtime.constraint.ToolCallConstraint._crosses`)."""
 
     def child(self, label: int) -> MaskNode:
         """The node one token further (``label``: the token id, or
@@ -296,6 +302,23 @@ def _clear(row: np.ndarray, held: object) -> None:
         row[held.words] = 0
     else:
         row.fill(0)
+
+
+def allows_other_than(mask: int | SparseRow | np.ndarray, tokens: frozenset[int]) -> bool:
+    """Whether the kept ``mask`` allows a token not in ``tokens`` (a few)."""
+    if isinstance(mask, int):
+        return mask not in tokens
+    if isinstance(mask, SparseRow):
+        words, values = mask.words, mask.values
+    else:
+        words = np.flatnonzero(mask)
+        values = mask[words]
+    listed: dict[int, int] = {}  # the words that hold tokens of ``tokens``, and their bits
+    for token in tokens:
+        listed[token >> 5] = listed.get(token >> 5, 0) | 1 << (token & 31)
+    if len(words) > len(listed):
+        return True  # a word without a listed token allows something
+    return any(value & ~listed.get(word, 0) for word, value in zip(words.tolist(), values.tolist()))
 
 
 def single_token(row: np.ndarray, words: np.ndarray | None = None) -> int | None:

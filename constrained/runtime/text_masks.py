@@ -218,7 +218,7 @@ class ValueGuards:
         self.guards = guards
         self.starts = {guard[:size] for guard in guards for size in range(1, len(guard))}
         self.longest = max(len(guard) for guard in guards)
-        self.firsts = frozenset(guard[0] for guard in guards)
+        self.firsts = bytes(sorted({guard[0] for guard in guards}))
         self.search = re.compile(b"|".join(re.escape(guard) for guard in guards))
         self.initial = self.advance(b"", lead)
         self._vocabulary = _vocabulary(tok)
@@ -227,7 +227,7 @@ class ValueGuards:
 
     def advance(self, tail: bytes, data: bytes) -> bytes:
         """The state after ``data`` (value text) from ``tail``."""
-        if not tail and not any(byte in self.firsts for byte in data):
+        if not tail and len(data.translate(None, self.firsts)) == len(data):  # no guard begins in it
             return b""
         text = tail + data
         for start in range(max(0, len(text) - self.longest + 1), len(text)):
