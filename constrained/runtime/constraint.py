@@ -298,7 +298,7 @@ class ToolCallConstraint:
         row stands inside a value of any text, which its closing must end."""
         if self._unfed[row]:
             node = self._nodes[row]
-            if node is not None and self._goes_on(node):
+            if node is not None and (node.goes_on or self._goes_on(node)):
                 return False
             if self._trackers is not None and self._trackers[row].in_any_text_value:
                 return False
@@ -543,7 +543,7 @@ class ToolCallConstraint:
 
     def _mask_allows(self, row: int, token: int) -> bool:
         assert self._buffers is not None
-        return bool((self._buffers.host_words.item(row, token >> 5) >> (token & 31)) & 1)
+        return bool((self._buffers.host_view[row, token >> 5] >> (token & 31)) & 1)
 
     def _describe(self, token: int) -> str:
         if 0 <= token < self.vocab_size:

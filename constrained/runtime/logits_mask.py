@@ -32,6 +32,7 @@ class MaskBuffers:
 
     host_bits: torch.Tensor
     host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
+    host_view: memoryview  # host_words again: one item reads in a third of numpy's time
     nothing: torch.Tensor  # no token forbidden (a released row)
     single_index: torch.Tensor  # CPU: per row, the one allowed token
     single_value: torch.Tensor  # and its logit, kept across the fill
@@ -92,6 +93,7 @@ class MaskBuffers:
         buffers = cls(
             host_bits=host,
             host_words=host.numpy().view("uint32"),
+            host_view=host.numpy().view("uint32").data,
             nothing=torch.zeros(0, dtype=torch.int64),
             single_index=torch.zeros(batch, dtype=torch.int64),
             single_value=torch.zeros(batch, dtype=logits.dtype),
