@@ -284,7 +284,9 @@ class ToolCallConstraint:
         known = crossings.get((state, token)) if crossings is not None else None
         if known is None:
             self._catch_up(row)
-            known = self._states[row] is _ACTIVE and self._matchers[row].validate_tokens([token]) == 1
+            if self._states[row] is not _ACTIVE:  # catching up met a violation: nothing to learn
+                return False
+            known = self._matchers[row].validate_tokens([token]) == 1
             if start is not None:
                 if start.crossings is None:
                     start.crossings = {}
@@ -599,9 +601,10 @@ class ToolCallConstraint:
         that mask (after a string value that ends one tool's arguments, where
         ``"}`` may follow, the first string value of another tool, which
         still needs a key, allowed ``"}`` too). So when llguidance computed a
-        mask past the point rolled back to, the row gets a new matcher fed
-        the tokens it keeps (under 1 us a token); otherwise its own rollback
-        is exact. Tokens the matcher was not fed are only forgotten."""
+        mask past the point rolled back to, the row gets a new matcher, fed
+        the tokens it keeps (under 1 us a token) when llguidance is next
+        asked; otherwise its own rollback is exact. Tokens the matcher was
+        not fed are only forgotten."""
         unfed = min(count, self._unfed[row])
         self._unfed[row] -= unfed
         count -= unfed
