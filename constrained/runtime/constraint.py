@@ -605,12 +605,12 @@ class ToolCallConstraint:
         the tokens it keeps (under 1 us a token) when llguidance is next
         asked; otherwise its own rollback is exact. Tokens the matcher was
         not fed are only forgotten."""
+        kept = self._consumed[row] - count
         unfed = min(count, self._unfed[row])
         self._unfed[row] -= unfed
         count -= unfed
         if not count:
             return
-        kept = self._consumed[row] - count - unfed
         if self._mask_at[row] <= kept:
             if not self._matchers[row].rollback(count):
                 raise ConstraintError(f"sequence {row}: llguidance could not roll back {count} tokens")
