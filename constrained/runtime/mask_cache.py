@@ -295,7 +295,10 @@ def write_token(row: np.ndarray, token: int, held: object = None) -> None:
 def _clear(row: np.ndarray, held: object) -> None:
     """Zero the packed mask ``row``; ``held``: what it holds now, when known
     (a kept mask: the one token it allows or its :class:`SparseRow`), so
-    only those words are zeroed instead of the whole row."""
+    only those words are zeroed instead of the whole row; :data:`NOTHING`:
+    none (an empty fancy index costs microseconds in a cold first step)."""
+    if held is NOTHING:
+        return
     if isinstance(held, int):
         row[held >> 5] = 0
     elif isinstance(held, SparseRow):
