@@ -414,6 +414,9 @@ class ToolCallConstraint:
             arguments.feed(token)
             self._nodes[row] = self._in_json(row, arguments.walk, arguments.walk is walk, node, token)
             return
+        if tracker.extend_markup(token):  # most tokens: nothing opens or closes in them
+            self._nodes[row] = self._past_markup(tracker, call, node, token)
+            return
         inside, text, closed = tracker.in_traceless_value, tracker.in_any_text_value, tracker.values_closed
         walk = tracker.walk
         tracker.feed(token)
@@ -435,22 +438,10 @@ class ToolCallConstraint:
             node = call.child(self._cache.label(member)).child(~token)
         elif inside:  # the token closed it (exactly one: else the row stops using the cache)
             node = start.child(~token) if closed == 1 and start is not None else None
-        elif call is not None and (after := tracker.markup_after_member) is not None:
-            # The markup after a member's value: keyed by the member and its
-            # text since, so calls meet again after values that ended alike
-            # in text but not in tokens (a string's delimiter, a number's
-            # last digit).
-            assert self._cache is not None
-            node = call.child(self._cache.label(("markup", *after))).child(token)
         else:
-            node = node.child(token) if node is not None else None
-        if call is not None and (tool := tracker.closed_arguments) is not None:
-            # The token closed the arguments (a token fed in the markup adds
-            # to it, so they were not closed before): past them the grammar
-            # stands in one place, whichever members came before; one node
-            # per tool and closing token.
-            assert self._cache is not None
-            node = call.child(self._cache.label(("arguments closed", tool))).child(token)
+            node = self._past_markup(tracker, call, node, token)
+        if inside and call is not None and (tool := tracker.closed_arguments) is not None:
+            node = self._arguments_closed(call, tool, token)
         if tracker.in_traceless_value:  # the token opened one
             # Where its member alone decides what follows, a number written in
             # the markup (Gemma) and a JSON value are keyed from one node per
@@ -474,6 +465,31 @@ class ToolCallConstraint:
                 elif tracker.walk is not None:  # JSON: its skeleton begins in this token
                     node = self._in_json(row, tracker.walk, False, before, token, member_node)
         self._nodes[row], self._value_starts[row] = node, start
+
+    def _past_markup(self, tracker: FrameTracker, call: MaskNode | None, node: MaskNode | None,
+                     token: int) -> MaskNode | None:
+        """The row's node after ``token`` from ``node``, the token fed
+        outside any value that leaves no trace (in the call's markup, mostly)."""
+        if call is not None and (after := tracker.markup_after_member) is not None:
+            # The markup after a member's value: keyed by the member and its
+            # text since, so calls meet again after values that ended alike
+            # in text but not in tokens (a string's delimiter, a number's
+            # last digit).
+            assert self._cache is not None
+            node = call.child(self._cache.label(("markup", *after))).child(token)
+        else:
+            node = node.child(token) if node is not None else None
+        if call is not None and (tool := tracker.closed_arguments) is not None:
+            node = self._arguments_closed(call, tool, token)
+        return node
+
+    def _arguments_closed(self, call: MaskNode, tool: str, token: int) -> MaskNode:
+        """The node after ``token``, which closed the arguments of a call of
+        ``tool`` (a token fed in the markup adds to it, so they were not
+        closed before): past them the grammar stands in one place, whichever
+        members came before; one node per tool and closing token."""
+        assert self._cache is not None
+        return call.child(self._cache.label(("arguments closed", tool))).child(token)
 
     def _in_json(self, row: int, walk: JsonWalk | None, walking: bool, before: MaskNode | None,
                  token: int, member: MaskNode | None = None) -> MaskNode | None:

@@ -302,16 +302,27 @@ class FrameTracker:
                 self._track_utf8(self._table[token])
                 self._guard(self._table[token])
             return
-        if self._state == _MARKUP and self._pending is None and self._number_steps is None:
-            key = (self._markup, token)
-            quiet = self._memo.quiet.get(key)
-            if quiet is None:
-                quiet = self._opens_nothing(self._table[token])
-                self._memo.learn(self._memo.quiet, key, quiet)
-            if quiet:
-                self._markup += self._table[token]
-                return
+        if self._state == _MARKUP and self.extend_markup(token):
+            return
         self._feed_bytes(self._table[token])
+
+    def extend_markup(self, token: int) -> bool:
+        """Advance past ``token`` when it only extends the call's markup
+        (most tokens of a call): no value, number or JSON opens in it and it
+        is no call marker, so nothing the tracker tells changes but the
+        markup's text. Else do nothing and return False (:meth:`feed` then
+        follows it)."""
+        if self._state != _MARKUP or self._pending is not None or self._number_steps is not None \
+                or token == self._open_id or token == self._close_call_id:
+            return False
+        key = (self._markup, token)
+        quiet = self._memo.quiet.get(key)
+        if quiet is None:
+            quiet = self._opens_nothing(self._table[token])
+            self._memo.learn(self._memo.quiet, key, quiet)
+        if quiet:
+            self._markup += self._table[token]
+        return quiet
 
     def _opens_nothing(self, data: bytes) -> bool:
         """Whether ``data`` fed in the markup only extends it: no byte ends
