@@ -21,7 +21,7 @@ from constrained.runtime.constraint import MISSES_IN_A_ROW, RowState, ToolCallCo
 from constrained.runtime.logits_mask import apply_bit_planes
 from constrained.errors import ArgumentError, ConstraintError
 from constrained.tokenizers import Tokenizer
-from sample_tools import WEATHER, unwarmed_cache
+from sample_tools import WEATHER, WRITE_FILE, unwarmed_cache
 
 CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
 ENDS = {"gemma4": "<|tool_response>", "qwen3_coder": "<|im_end|>"}
@@ -579,6 +579,37 @@ def test_a_call_the_cached_masks_allow_is_held_without_feeding_llguidance(dialec
     assert counts[0][0] > 0 and counts[1] == (0, 0)
     if dialect == "qwen3_coder":  # its closing begins with a newline the value may end with
         assert counts[0][1] > 0
+
+
+def test_a_long_value_reaches_its_closing_without_feeding_llguidance_its_text() -> None:
+    """GLM's closing ``</arg_value>`` can be completed by hundreds of tokens
+    that go on past it. Which of them the grammar allows is learned once per
+    member, at a value's first step (the warm-up's calls do it for the
+    tools' members), so the content of a long file reaches the step before
+    its closing's last byte without llguidance being fed that content or
+    asked to validate; a second request asks llguidance nothing."""
+    t = tok("qwen3")
+    ct = compile_tools([WRITE_FILE], "glm47", t)
+    content = "def double(x):\n    return 2 * x\n\n" * 30
+    call = {"name": "write_file", "arguments": {"path": "src/double.py", "content": content}}
+    tokens = t.encode(render_tool_calls([call], [WRITE_FILE], "glm47")) + [t.token_id("<|endoftext|>")]
+    counts = []
+    for _ in range(2):
+        constraint = ToolCallConstraint(ct, 1)
+        constraint.prepare(torch.zeros(1, t.vocab_size))
+        counting = constraint._matchers[0] = _Counting(constraint._matchers[0])
+        tracker = constraint._trackers[0]
+        before_closing = []  # llguidance's feeds where the text ends with all of the closing but its last byte
+        for token in tokens:
+            constraint.fill_masks()
+            if tracker.in_text_frame and tracker.masks.crossing[tracker._kmp]:
+                before_closing.append(counting.fed)
+            constraint.consume([token])
+        assert constraint.state(0) is RowState.FINISHED and constraint.events == []
+        assert len(before_closing) == 2  # the path's and the content's
+        assert before_closing[-1] < len(t.encode(content)) // 4
+        counts.append((counting.fed, counting.validations))
+    assert counts[0][1] == 0 and counts[1] == (0, 0)
 
 
 def test_tokens_held_unfed_reach_the_matcher_in_one_call_when_llguidance_is_asked() -> None:

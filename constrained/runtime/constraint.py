@@ -36,7 +36,7 @@ from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
 from .json_walk import BACK, MARK, ArgumentsTracker, JsonWalk, arguments_trackers
 from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, NOTHING, OPENED_CALL, MaskCache, MaskNode,
-                         allows_other_than, mask_cache, single_token, write_token)
+                         allows_other_than, mask_cache, single_token, token_words, write_token)
 
 if TYPE_CHECKING:
     import torch
@@ -103,6 +103,7 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
 
 
 _ACTIVE, _RELEASED = RowState.ACTIVE, RowState.RELEASED
+_NO_WORDS = token_words([])
 
 
 class ToolCallConstraint:
@@ -186,7 +187,9 @@ class ToolCallConstraint:
             if self._trackers is None and self._cache is not None else None
         self._call_marks = _call_marks(compiled) if self._cache is not None else {}
         # Per row: where its history stands in the mask cache (None: not
-        # looked up), and the node where its open raw value began.
+        # looked up), and the node where its open raw value began (for a
+        # value of any text whose member alone decides what follows it, the
+        # member's node, which keeps its crossing tokens).
         self._nodes: list[MaskNode | None] = [self._cache.root if self._cache else None] * batch_size
         self._value_starts: list[MaskNode | None] = [None] * batch_size
         self._call_nodes: list[MaskNode | None] = [None] * batch_size  # where the row's open call began
@@ -273,25 +276,53 @@ class ToolCallConstraint:
                 self._consumed[row] -= refused
                 self._violate(row, token, refused)
 
-    def _crosses(self, row: int, state: int, token: int) -> bool:
-        """Whether the grammar allows ``token``, which ends the row's open
-        value of any text from the closing's KMP state ``state`` and goes on
-        past the closing. What follows such a value does not depend on its
-        text (:mod:`.mask_cache`), so the answer is kept with the node where
-        the value opened; else the matcher is asked, once caught up."""
+    def _crossing(self, row: int, state: int, candidates: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Those of ``candidates`` the grammar allows, as mask words and
+        their bits: tokens that end the row's open value of any text from
+        the closing's KMP state ``state`` and go on past the closing. What
+        follows such a value does not depend on its text (:mod:`.mask_cache`),
+        so they are kept per state with the node where the value opened,
+        and one lookup serves a step (GLM's closing has hundreds of
+        candidates); else the matcher, once caught up, is asked of each."""
         start = self._value_starts[row]
         crossings = start.crossings if start is not None else None
-        known = crossings.get((state, token)) if crossings is not None else None
-        if known is None:
+        allowed = crossings.get(state) if crossings is not None else None
+        if allowed is None:
             self._catch_up(row)
             if self._states[row] is not _ACTIVE:  # catching up met a violation: nothing to learn
-                return False
-            known = self._matchers[row].validate_tokens([token]) == 1
+                return _NO_WORDS
+            validate = self._matchers[row].validate_tokens
+            allowed = token_words([token for token in candidates if validate([token]) == 1])
             if start is not None:
                 if start.crossings is None:
                     start.crossings = {}
-                start.crossings[state, token] = known
-        return known
+                start.crossings[state] = allowed
+        return allowed
+
+    def _learn_crossings(self, row: int, start: MaskNode) -> None:
+        """At the first step of a value of any text that opened at ``start``,
+        where nothing was learned yet: the crossing tokens (:meth:`_crossing`)
+        of every state of the closing that has some, asked of llguidance
+        from here with the closing's first bytes written as the value's
+        text. Asked when the text first reaches such a state, the matcher
+        would first be fed the whole value (about 1 us a token: a
+        millisecond at the closing of a long file's content); here it is
+        fed the markup before it. The warm-up's calls learn them for the
+        values they open."""
+        assert self._trackers is not None
+        masks = self._trackers[row].masks
+        start.crossings = {}
+        if not any(masks.crossing):
+            return
+        self._catch_up(row)
+        if self._states[row] is not _ACTIVE:
+            return
+        validate = self._matchers[row].validate_tokens
+        for state, candidates in enumerate(masks.crossing):
+            text = self.compiled.tokenizer.encode(masks.close[:state].decode("utf-8"))
+            if candidates and validate(text) == len(text):
+                start.crossings[state] = token_words([token for token in candidates
+                                                      if validate([*text, token]) == len(text) + 1])
 
     def _stopped(self, row: int) -> bool:
         """Whether the row's grammar is complete (llguidance's ``is_stopped``:
@@ -460,8 +491,8 @@ class ToolCallConstraint:
                 node, start = before.child(LEAF_LABELS + number), before
             else:
                 start = node
-                if tracker.in_any_text_value:
-                    node = None
+                if tracker.in_any_text_value:  # its crossing tokens are kept per member where it alone decides them
+                    node, start = None, member_node or node
                 elif tracker.walk is not None:  # JSON: its skeleton begins in this token
                     node = self._in_json(row, tracker.walk, False, before, token, member_node)
         self._nodes[row], self._value_starts[row] = node, start
@@ -686,8 +717,11 @@ class ToolCallConstraint:
                 self._masked[row] = True
                 node = nodes[row]
                 if trackers is not None and trackers[row].in_text_frame:
+                    start = self._value_starts[row]
+                    if start is not None and start.crossings is None:
+                        self._learn_crossings(row, start)  # a violation there is met below
                     # partial, made per step: kept on self it would be a cycle that outlives the request
-                    forbidden[row], holding[row] = trackers[row].fill(words[row], partial(self._crosses, row), held)
+                    forbidden[row], holding[row] = trackers[row].fill(words[row], partial(self._crossing, row), held)
                     self.precomputed_rows += 1
                 elif node is not None and (mask := node.mask) is not None:
                     assert cache is not None

@@ -228,14 +228,14 @@ class FrameTracker:
         """Whether the next mask is a precomputed row (:meth:`fill`)."""
         return self._state == _VALUE and self._fast and self._need == 0
 
-    def fill(self, row: np.ndarray, crosses: Callable[[int, int], bool],
+    def fill(self, row: np.ndarray, crossing: Callable[[int, list[int]], tuple[np.ndarray, np.ndarray]],
              held: object = None) -> tuple[torch.Tensor | None, np.ndarray | None]:
         """Write the mask into ``row`` (``uint32`` words); return the tokens
         it forbids when they are exactly the precomputed ones (else None),
         and the precomputed array ``row`` now equals (None when the step
-        added or took tokens). ``crosses(state, token)`` says whether the
-        grammar allows a token that ends the value, from the closing's
-        state ``state``, and goes on past it. ``held``: an array ``row`` is
+        added or took tokens). ``crossing(state, tokens)`` gives those of
+        ``tokens`` the grammar allows, as mask words and their bits: they
+        end the value from the closing's state ``state`` and go on past it. ``held``: an array ``row`` is
         known to equal (then it is not copied again when the mask is that
         array)."""
         masks, state = self.masks, self._kmp
@@ -251,9 +251,11 @@ class FrameTracker:
         else:
             for token in masks.completing[state]:
                 row[token >> 5] |= np.uint32(1 << (token & 31))
-            for token in masks.crossing[state]:
-                if crosses(state, token):
-                    row[token >> 5] |= np.uint32(1 << (token & 31))
+            candidates = masks.crossing[state]
+            if candidates:
+                words, bits = crossing(state, candidates)
+                if len(words):
+                    row[words] |= bits
         bad = self._guards.bad(self._tail, state) if self._guards is not None else _NO_TOKENS
         if bad.size:  # tokens that would complete a guard
             np.bitwise_and.at(row, bad >> 5, ~(np.uint32(1) << (bad & 31).astype(np.uint32)))

@@ -127,10 +127,12 @@ class MaskNode:
         self.checked = False  # a row was looked at for the forms above
         self.goes_on: bool | None = None
         """Whether the mask allows a token other than the end tokens, once asked."""
-        self.crossings: dict[tuple[int, int], bool] | None = None
-        """Where a value of any text opened: whether the grammar allows a token
-        that ends it from a state of its closing and goes on, once asked
-        (:meth:`~constrained.runtime.constraint.ToolCallConstraint._crosses`)."""
+        self.crossings: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+        """Where a value of any text opened (or at its member's node, where
+        the member alone decides what follows it): per state of its closing, the
+        tokens the grammar allows that end the value and go on (mask words
+        and their bits, :func:`token_words`), once asked
+        (:meth:`~constrained.runtime.constraint.ToolCallConstraint._crossing`)."""
 
     def child(self, label: int) -> MaskNode:
         """The node one token further (``label``: the token id, or
@@ -305,6 +307,16 @@ def _clear(row: np.ndarray, held: object) -> None:
         row[held.words] = 0
     else:
         row.fill(0)
+
+
+def token_words(tokens: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The packed mask words that hold ``tokens`` and the bits that allow
+    them in each, so a row allows them with one ``row[words] |= bits``."""
+    ids = np.array(tokens, dtype=np.int64)
+    words, slots = np.unique(ids >> 5, return_inverse=True)
+    bits = np.zeros(len(words), dtype=np.uint32)
+    np.bitwise_or.at(bits, slots, (np.int64(1) << (ids & 31)).astype(np.uint32))
+    return words, bits
 
 
 def allows_other_than(mask: int | SparseRow | np.ndarray, tokens: frozenset[int]) -> bool:
