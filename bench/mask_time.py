@@ -48,7 +48,8 @@ reported beside, and a second
 table gives each whole call: compile, the request's setup and every mask. Keys
 are written in schema order (``key_order="schema"``, XGrammar's order). A sequence an engine refuses is left out for every
 engine and counted. One thread; each case runs twice per engine and the
-second run is timed (the first builds lexer states and caches). Feeding
+second run is timed (the first builds lexer states and caches); the coding
+workloads' one case in five rounds, the engines taking turns, steps pooled. Feeding
 each token after its mask is timed too (ours: ``consume``; llguidance's
 ``consume_token``; XGrammar's ``accept_token``), for the table of mask and
 advance per token: what a serving engine's CPU pays per token.
@@ -66,8 +67,8 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-from collections.abc import Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import llguidance
 import numpy as np
@@ -85,6 +86,10 @@ from corpus import bfcl_entries, mcp_calls  # noqa: E402  (the corpus reader the
 from report import BENCH, environment, plot_distributions, summary, write_section  # noqa: E402
 
 PYTHON = inspect.getsource(textwrap)[:3000]  # real Python source, fixed per Python version
+CODING_ROUNDS = 5
+"""Rounds of the coding workloads' one case, the engines taking turns, their
+steps pooled: the p99 of one run of about 800 steps is its eight slowest,
+where this machine's own pauses land."""
 OLD = inspect.getsource(textwrap.dedent)
 NEW = OLD.replace("margin", "indent_prefix")
 
@@ -129,6 +134,7 @@ class Workload:
     compile_ms: dict[str, list[float]] = field(default_factory=dict)  # per engine, never-seen cases
     setup_ms: dict[str, list[float]] = field(default_factory=dict)  # a request's setup (never-seen cases; first calls: the warm-up)
     masks_ms: dict[str, list[float]] = field(default_factory=dict)  # every mask of a case together
+    rounds: int = 1  # times each case is timed, the engines taking turns
 
     def record(self, results: dict[str, list[float] | None], tokens: int,
                advance: dict[str, list[float]] | None = None) -> bool:
@@ -152,8 +158,10 @@ class Workload:
 def workloads(bfcl_stride: int) -> list[Workload]:
     loads = []
     for dialect in ("qwen3_coder", "glm47", "gemma4"):
-        loads.append(Workload(dialect, "write_file", [Case([WRITE], [("write_file", {"path": "src/t.py", "content": PYTHON})])]))
-        loads.append(Workload(dialect, "edit", [Case([EDIT], [("edit", {"path": "src/t.py", "old_string": OLD, "new_string": NEW})])]))
+        loads.append(Workload(dialect, "write_file", [Case([WRITE], [("write_file", {"path": "src/t.py", "content": PYTHON})])],
+                              rounds=CODING_ROUNDS))
+        loads.append(Workload(dialect, "edit", [Case([EDIT], [("edit", {"path": "src/t.py", "old_string": OLD, "new_string": NEW})])],
+                              rounds=CODING_ROUNDS))
     bfcl = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[::bfcl_stride]]
     mcp = mcp_cases()
     for dialect in ("qwen3_coder", "gemma4", "hermes"):
@@ -399,35 +407,41 @@ def run(load: Workload) -> None:
         run_other_values(load)
         return
     tok = load_tokenizer(TOKENIZER[load.dialect])
-    coding = load.name in ("write_file", "edit")
     for case, compiled, tokens, specs in prepared_cases(load, tok):
-        # The first call of the tool set (cache emptied; the warm-up ran
-        # without it), then a repeated call (the cache the first one filled).
-        engines: dict[str, Callable[[], Stepper]] = {
-            FIRST: lambda: constrained_engine(fresh_cache(compiled), tok),
-            REPEATED: lambda: constrained_engine(compiled, tok),
-            "llguidance (our grammar)": lambda: llguidance_engine(compiled.grammar, tok),
-        }
-        if coding:
-            engines["llguidance (plain)"] = lambda: llguidance_engine(plain_grammar(load.dialect, case.tools[0]), tok)
-        engines[XGRAMMAR] = lambda: xgrammar_engine(load.dialect, specs, tok)
-        results, hits, feeds = {}, {}, {}
-        for engine, make in engines.items():
-            warm = constrained_engine(compiled, tok, cache_masks=False) if engine == FIRST else make()
-            time_steps(warm, tokens)  # warm-up (for the repeated call: the second call)
-            if engine == REPEATED:
-                compiled._masks.hits = 0
-            started = time.perf_counter()
-            stepper = make()
-            if engine == FIRST:  # the constraint warms the emptied cache as it is made
-                load.setup_ms.setdefault(FIRST, []).append((time.perf_counter() - started) * 1000)
-                compiled._masks.hits = 0  # the warm-up's own lookups aside
-            results[engine] = time_steps(stepper, tokens, feeds.setdefault(engine, []))
-            if engine in (FIRST, REPEATED):
-                hits[engine], compiled._masks.hits = compiled._masks.hits, 0
-        if load.record(results, len(tokens), feeds):
-            for engine, count in hits.items():
-                load.hits[engine] = load.hits.get(engine, 0) + count
+        for _ in range(load.rounds):
+            run_round(load, case, compiled, tokens, specs, tok)
+
+
+def run_round(load: Workload, case: Case, compiled: Any, tokens: list[int], specs: list[dict[str, Any]],
+              tok: Tokenizer) -> None:
+    """One case timed once per engine, each after an untimed run: the first
+    call of the tool set (cache emptied; the warm-up ran without it), then a
+    repeated call (the cache the first one filled), then the others."""
+    engines: dict[str, Callable[[], Stepper]] = {
+        FIRST: lambda: constrained_engine(fresh_cache(compiled), tok),
+        REPEATED: lambda: constrained_engine(compiled, tok),
+        "llguidance (our grammar)": lambda: llguidance_engine(compiled.grammar, tok),
+    }
+    if load.name in ("write_file", "edit"):
+        engines["llguidance (plain)"] = lambda: llguidance_engine(plain_grammar(load.dialect, case.tools[0]), tok)
+    engines[XGRAMMAR] = lambda: xgrammar_engine(load.dialect, specs, tok)
+    results, hits, feeds = {}, {}, {}
+    for engine, make in engines.items():
+        warm = constrained_engine(compiled, tok, cache_masks=False) if engine == FIRST else make()
+        time_steps(warm, tokens)  # warm-up (for the repeated call: the second call)
+        if engine == REPEATED:
+            compiled._masks.hits = 0
+        started = time.perf_counter()
+        stepper = make()
+        if engine == FIRST:  # the constraint warms the emptied cache as it is made
+            load.setup_ms.setdefault(FIRST, []).append((time.perf_counter() - started) * 1000)
+            compiled._masks.hits = 0  # the warm-up's own lookups aside
+        results[engine] = time_steps(stepper, tokens, feeds.setdefault(engine, []))
+        if engine in (FIRST, REPEATED):
+            hits[engine], compiled._masks.hits = compiled._masks.hits, 0
+    if load.record(results, len(tokens), feeds):
+        for engine, count in hits.items():
+            load.hits[engine] = load.hits.get(engine, 0) + count
 
 
 def report(loads: list[Workload], plot: str) -> str:
@@ -435,7 +449,8 @@ def report(loads: list[Workload], plot: str) -> str:
         "## Mask time per token (`bench/mask_time.py`)",
         "",
         f"{environment()}; one thread. Each engine computes the mask before every token of the same rendered "
-        "calls, end token included; each case runs twice per engine and the second run is timed. "
+        "calls, end token included; each case runs twice per engine and the second run is timed (the coding "
+        f"workloads' one case in {CODING_ROUNDS} rounds, the engines taking turns, their steps pooled). "
         f"`{FIRST}`: the tool set's mask cache emptied before the timed run (its untimed run went without the "
         "cache), as for the first request with these tools in a loop of one's own: the constraint warms the cache "
         "as it is made (`warm_mask_cache`; its median setup, warm-up included, beside the share from the cache); "
@@ -465,7 +480,7 @@ def report(loads: list[Workload], plot: str) -> str:
             elif engine in load.setup_ms:
                 cached += f"; setup {statistics.median(load.setup_ms[engine]):.1f} ms (median)"
             lines.append(
-                f"| {load.dialect} | {load.name} | {load.measured} | {load.tokens} | {engine} | {cached} | {mean:.1f} | {p50:.1f} "
+                f"| {load.dialect} | {load.name} | {load.measured // load.rounds} | {load.tokens // load.rounds} | {engine} | {cached} | {mean:.1f} | {p50:.1f} "
                 f"| {p99:.1f} | {worst:.1f} | {mean / ref[0]:.2f} | {p99 / ref[2]:.2f} |"
             )
     lines += whole_calls([load for load in loads if load.masks_ms])
