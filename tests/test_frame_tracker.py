@@ -16,6 +16,7 @@ from constrained.runtime.constraint import ToolCallConstraint
 from constrained.runtime.frame_tracker import FrameTracker, TrackerMemo, frame_trackers
 from constrained.tokenizers import Tokenizer
 from corpus import bfcl_entries
+from sample_tools import WRITE_FILE
 
 TOKENIZERS = {"gemma4": "gemma4", "qwen3_coder": "qwen3", "glm47": "qwen3"}
 
@@ -104,3 +105,25 @@ def test_a_memo_table_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(memo.closes) == 3
     memo.learn(memo.closes, b"x", "tool")
     assert memo.closes == {b"x": "tool"}
+
+
+def test_the_closing_state_after_text_is_where_its_bytes_lead_from_the_tracker() -> None:
+    """What a value's crossing tokens are learned from: the closing's state
+    once text is written from where the tracker stands; None where that
+    text would complete the closing, or leave it matched from the value's
+    opening (qwen3_coder's opening ends with the newline its closing begins
+    with, and a value may not close at once)."""
+    t = tok("qwen3")
+    compiled = compile_tools([WRITE_FILE], "qwen3_coder", t)
+    (tracker,) = frame_trackers(compiled, 1)  # type: ignore[misc]
+    for token in t.encode("<tool_call>\n<function=write_file>\n<parameter=path>\n"):
+        tracker.feed(token)
+    assert tracker.in_text_frame
+    assert tracker.closing_state_after(b"\n</parameter") == 12
+    assert tracker.closing_state_after(b"</parameter") is None  # still the opening's newline
+    assert tracker.closing_state_after(b"a\n</parameter>\n") is None  # the value would close
+    for token in t.encode("src/a.py\n</parameter>"):
+        tracker.feed(token)
+    assert tracker.in_text_frame and tracker.closing_state_after(b"") == 13
+    assert tracker.closing_state_after(b"\n") is None
+    assert tracker.closing_state_after(b"x\n</parameter") == 12

@@ -304,13 +304,15 @@ class ToolCallConstraint:
         where nothing was learned yet: the crossing tokens (:meth:`_crossing`)
         of every state of the closing that has some, asked of llguidance
         from here with the closing's first bytes written as the value's
-        text. Asked when the text first reaches such a state, the matcher
-        would first be fed the whole value (about 1 us a token: a
+        text (for each state they lead to from here; the others are asked
+        when met). Asked when the text first reaches such a state, the
+        matcher would first be fed the whole value (about 1 us a token: a
         millisecond at the closing of a long file's content); here it is
         fed the markup before it. The warm-up's calls learn them for the
         values they open."""
         assert self._trackers is not None
-        masks = self._trackers[row].masks
+        tracker = self._trackers[row]
+        masks = tracker.masks
         start.crossings = {}
         if not any(masks.crossing):
             return
@@ -319,8 +321,10 @@ class ToolCallConstraint:
             return
         validate = self._matchers[row].validate_tokens
         for state, candidates in enumerate(masks.crossing):
+            if not candidates or tracker.closing_state_after(masks.close[:state]) != state:
+                continue
             text = self.compiled.tokenizer.encode(masks.close[:state].decode("utf-8"))
-            if candidates and validate(text) == len(text):
+            if validate(text) == len(text):
                 start.crossings[state] = token_words([token for token in candidates
                                                       if validate([*text, token]) == len(text) + 1])
 

@@ -262,6 +262,20 @@ class FrameTracker:
             return None, None
         return forbidden, equals
 
+    def closing_state_after(self, data: bytes) -> int | None:
+        """The closing's KMP state once ``data`` is written as the open
+        value's text from here; None where ``data`` would complete the
+        closing, or leave it matched from the value's opening (where
+        :meth:`fill` asks for no crossing tokens)."""
+        transitions, done = self.masks.transitions, len(self.masks.close)
+        state, initial = self._kmp, self._initial
+        for byte in data:
+            step = transitions[state][byte]
+            initial, state = initial and step == state + 1, step
+            if state == done:
+                return None
+        return None if initial and not self.syntax.close_at_start else state
+
     def feed(self, token: int) -> None:
         """Advance past ``token``, which the grammar accepted."""
         if token == self._open_id:
