@@ -291,8 +291,7 @@ class ToolCallConstraint:
             self._catch_up(row)
             if self._states[row] is not _ACTIVE:  # catching up met a violation: nothing to learn
                 return _NO_WORDS
-            validate = self._matchers[row].validate_tokens
-            allowed = token_words([token for token in candidates if validate([token]) == 1])
+            allowed = self._allowed_after(row, [], candidates)
             if start is not None:
                 if start.crossings is None:
                     start.crossings = {}
@@ -319,14 +318,18 @@ class ToolCallConstraint:
         self._catch_up(row)
         if self._states[row] is not _ACTIVE:
             return
-        validate = self._matchers[row].validate_tokens
         for state, candidates in enumerate(masks.crossing):
             if not candidates or tracker.closing_state_after(masks.close[:state]) != state:
                 continue
             text = self.compiled.tokenizer.encode(masks.close[:state].decode("utf-8"))
-            if validate(text) == len(text):
-                start.crossings[state] = token_words([token for token in candidates
-                                                      if validate([*text, token]) == len(text) + 1])
+            if self._matchers[row].validate_tokens(text) == len(text):
+                start.crossings[state] = self._allowed_after(row, text, candidates)
+
+    def _allowed_after(self, row: int, text: list[int], candidates: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Those of ``candidates`` the row's matcher accepts after the
+        tokens ``text`` (not fed), as mask words and their bits."""
+        validate = self._matchers[row].validate_tokens
+        return token_words([token for token in candidates if validate([*text, token]) == len(text) + 1])
 
     def _stopped(self, row: int) -> bool:
         """Whether the row's grammar is complete (llguidance's ``is_stopped``:
