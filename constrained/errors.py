@@ -16,6 +16,7 @@ was wrong, where, and why.
     ├── StreamClosedError (ValueError)     ``feed()`` after ``close()``
     ├── TokenizerError (ValueError)        a tokenizer that cannot be loaded or used
     ├── MissingExtraError (ImportError)    an optional extra is not installed
+    ├── EngineVersionError (ImportError)   a serving engine's release the plug-in does not support
     ├── ConstraintError (RuntimeError)     a constraint used out of order
     └── GenerationError (RuntimeError)     generation cannot go on
 
@@ -162,6 +163,22 @@ class MissingExtraError(ConstrainedError, ImportError):
                 importlib.import_module(module)
             except ImportError as e:
                 raise cls(feature, extra, name=module) from e
+
+
+class EngineVersionError(ConstrainedError, ImportError):
+    """A serving engine's plug-in was imported beside a release of the
+    engine outside the range it supports (each release moves the engine's
+    internal classes the plug-in builds on). ``engine`` is the engine's
+    name, ``version`` the release found and ``supported`` the range, as
+    written in the message; the message also says how to load the plug-in
+    anyway. An ImportError, but not a ModuleNotFoundError, so that vLLM's
+    plug-in loader lets it stop the server instead of logging it."""
+
+    def __init__(self, message: str, *, engine: str, version: str, supported: str) -> None:
+        self.engine = engine
+        self.version = version
+        self.supported = supported
+        super().__init__(message)
 
 
 def install_line(extra: str) -> str:

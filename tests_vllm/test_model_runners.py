@@ -1,103 +1,29 @@
-"""The logits processor loaded and driven through vLLM's own classes, under
-both model runners, without a server: Model Runner V2 (vLLM 0.33's GPU
-default; its loader, its request-state fields and ``LogitsContext``) and the
-V1 runner (``BatchUpdate``). Each step's rows come in a new order, slots are
+"""The logits processor loaded and driven through Model Runner V2's own
+classes (vLLM 0.33's GPU default and, from 0.34, vLLM's only runner),
+without a server: its loader, its request-state fields and
+``LogitsContext``. Each step's rows come in a new order, slots are
 recycled, a request resumes after preemption; every constrained row must be
 masked exactly as the library masks that request alone, and every other row
 left as it was. No GPU runs here, so the tensors are on the CPU."""
 
 from __future__ import annotations
 
-import functools
 import random
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from vllm.sampling_params import SamplingParams
-from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
-from vllm.v1.sample.logits_processor import _load_logitsprocs_by_fqcns as load_v1
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, build_custom_logits_processors
 from vllm.v1.worker.gpu.sample.logits_processor.loader import _load_v2_logitsprocs_by_fqcns as load_v2
 
-from constrained import load_tokenizer, render_tool_calls
 from constrained.errors import OptionError
-from constrained.runtime.constraint import ToolCallConstraint
 from constrained.options import Reasoning
-from constrained.runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
+from constrained.runtime.engine import EXTRA_ARGS_KEY
 from constrained.vllm import ToolCallLogitsProcessor
 
-NAME = "constrained.vllm:ToolCallLogitsProcessor"
-MAX_REQUESTS = 8
-MAX_LEN = 512
-
-
-def tool(name: str, properties: dict[str, Any]) -> dict[str, Any]:
-    parameters = {"type": "object", "properties": properties, "required": list(properties)}
-    return {"type": "function", "function": {"name": name, "parameters": parameters}}
-
-
-WEATHER = tool("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}})
-ADD = tool("add", {"a": {"type": "integer"}, "b": {"type": "integer"}})
-WRITE = tool("write_file", {"path": {"type": "string"}, "content": {"type": "string"}})
-CALLS = {
-    "get_weather": {"city": "Paris", "days": 3},
-    "add": {"a": 12, "b": -7},
-    "write_file": {"path": "a.py", "content": "def f(x):\n    return x < 2\n"},
-}
-
-
-@functools.cache
-def tok():
-    return load_tokenizer("qwen3")
-
-
-def config(*, speculative: bool = False) -> Any:
-    """What the processor reads of vLLM's config: the served tokenizer, the
-    vocabulary size, whether speculative decoding is on."""
-    model = SimpleNamespace(tokenizer="qwen3", get_vocab_size=lambda: tok().vocab_size)
-    return SimpleNamespace(model_config=model, speculative_config=object() if speculative else None)
-
-
-def request_states() -> Any:
-    """The runner's request state, with the fields ``LogitsProcRequestState``
-    takes (vLLM's own class needs pinned memory, which needs a GPU)."""
-    return SimpleNamespace(
-        device=torch.device("cpu"),
-        max_num_reqs=MAX_REQUESTS,
-        vocab_size=tok().vocab_size,
-        all_token_ids=SimpleNamespace(gpu=torch.zeros(MAX_REQUESTS, MAX_LEN, dtype=torch.int32)),
-        prompt_len=SimpleNamespace(np=np.zeros(MAX_REQUESTS, dtype=np.int32)),
-        prefill_len=SimpleNamespace(np=np.zeros(MAX_REQUESTS, dtype=np.int32)),
-        total_len=SimpleNamespace(gpu=torch.zeros(MAX_REQUESTS, dtype=torch.int32)),
-    )
-
-
-def params(*tools: dict[str, Any], choice: str = "required", reasoning: Reasoning = True) -> SamplingParams:
-    if not tools:
-        return SamplingParams(max_tokens=64)
-    described = ToolsRequest("qwen3_coder", list(tools), tool_choice=choice, reasoning=reasoning)
-    return SamplingParams(max_tokens=64, extra_args={EXTRA_ARGS_KEY: described.to_json()})
-
-
-def call_tokens(spec: dict[str, Any]) -> list[int]:
-    name = spec["function"]["name"]
-    return tok().encode(render_tool_calls([{"name": name, "arguments": CALLS[name]}], [spec], "qwen3_coder"))
-
-
-def reference(spec: dict[str, Any] | None, output: list[int], width: int, reasoning: Reasoning = True) -> np.ndarray | None:
-    """The tokens the library allows after ``output`` for a request with
-    ``spec`` alone (None: a request without tools)."""
-    if spec is None:
-        return None
-    compiled = ToolsRequest("qwen3_coder", [spec], tool_choice="required", reasoning=reasoning).compile(tok())
-    constraint = ToolCallConstraint(compiled, 1)
-    constraint.consume_row(0, output)
-    logits = torch.zeros(1, width)
-    constraint.mask_logits(logits)
-    return torch.isfinite(logits[0]).numpy()
+from batches import ADD, NAME, WEATHER, WRITE, call_tokens, config, params, reference, request_states, tok
 
 
 class Request:
@@ -177,9 +103,8 @@ class V2Batch:
                 request.output.append(request.target[len(request.output)])
 
 
-def test_both_loaders_accept_the_one_class():
+def test_the_v2_loader_accepts_the_class():
     assert load_v2([NAME]) == [ToolCallLogitsProcessor]
-    assert load_v1([NAME]) == [ToolCallLogitsProcessor]
 
 
 def test_v2_rows_in_a_new_order_each_step_are_masked_as_their_requests_alone():
@@ -283,37 +208,3 @@ def test_v2_speculative_decoding_is_refused_at_start_with_the_way_out():
 def test_v2_a_malformed_description_is_the_clients_error():
     with pytest.raises(ValueError, match=EXTRA_ARGS_KEY):
         ToolCallLogitsProcessor.validate_params(SamplingParams(extra_args={EXTRA_ARGS_KEY: "{"}))
-
-
-def test_v1_rows_follow_adds_moves_and_removals():
-    """The V1 runner: rows are requests; a joined request's output list is
-    live, rows move and swap, a removed row is left alone."""
-    processor = ToolCallLogitsProcessor(config(), torch.device("cpu"), False)
-    width = tok().vocab_size
-    outputs = {"w": [], "a": []}
-    specs = {"w": WEATHER, "a": ADD}
-    targets = {name: call_tokens(spec) for name, spec in specs.items()}
-    processor.update_state(BatchUpdate(3, [], [(0, params(WEATHER), None, outputs["w"]), (2, params(ADD), None, outputs["a"]),
-                                               (1, params(), None, [])], []))
-    where = {"w": 0, "a": 2}
-    generator = torch.Generator().manual_seed(5)
-    for step in range(8):
-        if step == 3:
-            processor.update_state(BatchUpdate(3, [], [], [(0, 2, MoveDirectionality.SWAP)]))
-            where = {"w": 2, "a": 0}
-        else:
-            processor.update_state(None)
-        logits = torch.randn(3, width, generator=generator)
-        before = logits.clone()
-        processor.apply(logits)
-        for name, row in where.items():
-            kept = torch.isfinite(logits[row]).numpy()
-            assert (kept == reference(specs[name], outputs[name], width)).all(), (name, step)
-        assert torch.equal(logits[1], before[1])
-        for name in outputs:
-            outputs[name].append(targets[name][step])
-    processor.update_state(BatchUpdate(3, [where["w"]], [], []))
-    logits = torch.randn(3, width, generator=generator)
-    before = logits.clone()
-    processor.apply(logits)
-    assert torch.equal(logits[where["w"]], before[where["w"]])

