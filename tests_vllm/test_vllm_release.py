@@ -65,10 +65,7 @@ def test_the_readme_server_command_passes_vllms_own_startup_checks():
     """vLLM's start-up checks pass, and the logits processor the command
     names is loaded by the front end's validator, which refuses a malformed
     tool description as the client's error."""
-    started = subprocess.run(
-        [sys.executable, "-c", STARTUP], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
-    )
+    started = run_python(STARTUP, VLLM_TARGET_DEVICE="cpu")
     assert started.returncode == 0, started.stderr[-3000:]
     checked = json.loads(last_line(started.stdout))
     assert checked["entry"] == ["python", "-m", "vllm.entrypoints.launchers.api_server.entry"]
@@ -128,9 +125,13 @@ def start_plugin(prelude: str, **environment: str) -> subprocess.CompletedProces
         "from vllm.tool_parsers import ToolParserManager\n"
         "print('registered:', 'constrained_gemma4' in ToolParserManager.list_registered())\n"
     )
+    return run_python(code, **environment)
+
+
+def run_python(code: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a Python process of its own, with ``environment`` added."""
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-        env={**os.environ, **environment},
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env={**os.environ, **environment}
     )
 
 
