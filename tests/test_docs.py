@@ -17,7 +17,9 @@ root, in a subprocess:
   fresh environment), ``python -m pytest ...`` (the test suite itself,
   which ``.ci/run`` runs), and launching a vLLM server
   (``python -m vllm.entrypoints...`` or ``vllm serve``: ``tests_vllm/``
-  starts that command and checks it against the launcher). The rest of the
+  starts that command and checks it against the launcher), and launching
+  an SGLang server (``python -m sglang.launch_server``: ``tests_sglang/``
+  passes its flags to SGLang's own argument parser). The rest of the
   command runs.
 - A block whose info string holds ``notest`` is not run; the page says
   why (the notes on third-party APIs in docs/llguidance-notes.md).
@@ -51,7 +53,8 @@ SKIPPED_STEP = re.compile(
     r"""^(?:pip\s                                   # installing
          |python\s+-m\s+pytest\b                    # the test suite itself
          |(?:\w+=\S*\s+)*python\s+-m\s+vllm\.entrypoints\b   # a vLLM server launch
-         |(?:\w+=\S*\s+)*vllm\s+serve\b)""",
+         |(?:\w+=\S*\s+)*vllm\s+serve\b
+         |(?:\w+=\S*\s+)*python\s+-m\s+sglang\.launch_server\b)   # an SGLang server launch""",
     re.VERBOSE,
 )
 TIMEOUT_S = 240

@@ -29,7 +29,7 @@ from vllm.v1.worker.gpu.sample.logits_processor import build_custom_logits_proce
 from constrained.runtime.engine import EXTRA_ARGS_KEY
 from constrained.vllm import ToolCallLogitsProcessor
 from constrained.vllm.logits_processor import HAS_V1_RUNNER
-from constrained.vllm.versions import UNCHECKED_VARIABLE, is_supported, requirement, supported_range
+from constrained.vllm.versions import RELEASES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "vllm.md"
 
@@ -108,12 +108,12 @@ def test_the_fields_the_processor_reads_exist():
     ],
 )
 def test_supported_releases_are_the_minor_releases_in_the_range(version, supported):
-    assert is_supported(version) is supported
+    assert RELEASES.is_supported(version) is supported
 
 
 def test_the_docs_state_the_supported_range():
     text = DOCS.read_text()
-    assert f"vLLM {supported_range()}" in text and requirement() in text
+    assert f"vLLM {RELEASES.range()}" in text and RELEASES.requirement() in text
 
 
 def start_plugin(prelude: str, **environment: str) -> subprocess.CompletedProcess[str]:
@@ -145,11 +145,11 @@ def test_a_vllm_outside_the_range_stops_the_server_with_one_line():
     line = last_line(started.stderr)
     assert line.startswith("constrained.errors.EngineVersionError: constrained.vllm supports vLLM 0.32 to 0.34 "
                            "and this is vLLM 0.35.0"), line
-    assert f"pip install '{requirement()}'" in line and f"{UNCHECKED_VARIABLE}=1" in line
+    assert f"pip install '{RELEASES.requirement()}'" in line and f"{RELEASES.unchecked_variable}=1" in line
 
 
 def test_the_unchecked_variable_loads_the_plugin_with_a_warning():
-    started = start_plugin("vllm.__version__ = '0.35.0'", **{UNCHECKED_VARIABLE: "1"})
+    started = start_plugin("vllm.__version__ = '0.35.0'", **{RELEASES.unchecked_variable: "1"})
     assert started.returncode == 0, started.stderr
     assert last_line(started.stdout) == "registered: True"
     assert "RuntimeWarning: constrained.vllm is checked against vLLM 0.32 to 0.34 and this is vLLM 0.35.0" in started.stderr

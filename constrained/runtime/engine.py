@@ -173,6 +173,22 @@ def template_reasoning(tokenizer: Any, dialect: Dialect, chat_template: str | No
     return _template_reasoning[key]
 
 
+def stream_pieces(deltas: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The library's stream deltas (:class:`~constrained.output.stream.ToolCallStreamParser`)
+    as an engine's one streamed message takes them: the content joined, and
+    the call fragments in order. A report of a streamed call rejected later
+    is logged: its fragments cannot be taken back from the client."""
+    content: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for delta in deltas:
+        if "content" in delta:
+            content.append(delta["content"])
+        calls.extend(delta.get("tool_calls", ()))
+        for error in delta.get("tool_call_errors", ()):
+            logger.warning("streamed tool call %s rejected when complete: %s", error["id"], error["reason"])
+    return "".join(content), calls
+
+
 Compiled = Union[CompiledTools, "Future[CompiledTools | None]"]
 """A request's compiled tools, or their compile still running."""
 

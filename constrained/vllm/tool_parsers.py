@@ -31,7 +31,7 @@ from ..dialects import DIALECTS, get_dialect
 from ..errors import OptionError
 from ..output.parse import parse_tool_calls
 from ..output.stream import Delta, ToolCallStreamParser
-from ..runtime.engine import EXTRA_ARGS_KEY, ToolsRequest, template_reasoning
+from ..runtime.engine import EXTRA_ARGS_KEY, ToolsRequest, stream_pieces, template_reasoning
 from ..tokenizers import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -162,29 +162,20 @@ class ConstrainedToolParser(ToolParser):
 
 
 def _delta_message(deltas: list[Delta]) -> DeltaMessage | None:
-    """The library's stream deltas as one vLLM delta (content and call
-    fragments; a report of a streamed call rejected later is logged, as it
-    cannot be taken back from the client)."""
-    content: list[str] = []
-    calls: list[DeltaToolCall] = []
-    for delta in deltas:
-        if "content" in delta:
-            content.append(delta["content"])
-        for call in delta.get("tool_calls", ()):
-            function = call.get("function", {})
-            calls.append(
-                DeltaToolCall(
-                    index=call["index"],
-                    id=call.get("id"),
-                    type=call.get("type"),
-                    function=DeltaFunctionCall(name=function.get("name"), arguments=function.get("arguments")),
-                )
-            )
-        for error in delta.get("tool_call_errors", ()):
-            logger.warning("streamed tool call %s rejected when complete: %s", error["id"], error["reason"])
+    """The library's stream deltas as one vLLM delta (:func:`.stream_pieces`)."""
+    content, pieces = stream_pieces(deltas)
+    calls = [
+        DeltaToolCall(
+            index=call["index"],
+            id=call.get("id"),
+            type=call.get("type"),
+            function=DeltaFunctionCall(name=call.get("function", {}).get("name"), arguments=call.get("function", {}).get("arguments")),
+        )
+        for call in pieces
+    ]
     if not content and not calls:
         return None
-    return DeltaMessage(content="".join(content) or None, tool_calls=calls)
+    return DeltaMessage(content=content or None, tool_calls=calls)
 
 
 def _tool_choice(choice: Any) -> str:
