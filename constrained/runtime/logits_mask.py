@@ -12,8 +12,11 @@ allocation, so the GPU apply can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
+
+import numpy as np
 
 from ..errors import ConstraintError
 from .mask_kernel import apply_packed_bits, triton_available
@@ -25,7 +28,9 @@ if TYPE_CHECKING:
 
 
 class MaskBuffers:
-    """Every tensor one decoding step of a constraint touches, allocated once."""
+    """Every tensor one decoding step of a constraint touches, allocated once.
+    :meth:`host_only` makes the host side alone, without torch, for a
+    caller that reads the masks and applies them itself."""
 
     def __init__(self, **tensors: Any) -> None:
         self.__dict__.update(tensors)
@@ -33,6 +38,9 @@ class MaskBuffers:
     host_bits: torch.Tensor
     host_words: Any  # numpy uint32 view of host_bits, for precomputed rows
     host_view: memoryview  # host_words again: one item reads in a third of numpy's time
+    host_address: int  # where host_bits starts, for llguidance's writes
+    end_words: Any  # numpy uint32: the mask that allows the end tokens alone
+    cpu: bool  # the logits are on the CPU (the apply reads the short forms of masks)
     nothing: torch.Tensor  # no token forbidden (a released row)
     single_index: torch.Tensor  # CPU: per row, the one allowed token
     single_value: torch.Tensor  # and its logit, kept across the fill
@@ -94,6 +102,9 @@ class MaskBuffers:
             host_bits=host,
             host_words=host.numpy().view("uint32"),
             host_view=host.numpy().view("uint32").data,
+            host_address=host.data_ptr(),
+            end_words=end_bits,
+            cpu=device.type == "cpu",
             nothing=torch.zeros(0, dtype=torch.int64),
             single_index=torch.zeros(batch, dtype=torch.int64),
             single_value=torch.zeros(batch, dtype=logits.dtype),
@@ -117,6 +128,18 @@ class MaskBuffers:
             apply_packed_bits(buffers.device_bits, torch.empty_like(logits), buffers.masked_width)
         return buffers
 
+    @classmethod
+    def host_only(cls, tok: Tokenizer, batch: int, words: int) -> MaskBuffers:
+        """The host bitmask of ``batch`` rows and what filling it needs, in
+        numpy: no torch, no logits, nothing to apply with."""
+        host = np.zeros((batch, words), dtype=np.int32)
+        end_words = np.zeros((words,), dtype=np.uint32)
+        for token in tok.eos_token_ids:
+            end_words[token // 32] |= np.uint32(1 << (token % 32))
+        host_words = host.view(np.uint32)
+        return cls(host_bits=host, host_words=host_words, host_view=host_words.data, host_address=host.ctypes.data,
+                   end_words=end_words, cpu=True, nothing=np.zeros(0, dtype=np.int64), shape=None, device=None)
+
     def check(self, logits: torch.Tensor) -> None:
         if self.kernel and logits.stride(1) != 1:
             raise ConstraintError("the logits' rows must be contiguous, as they were when the buffers were made")
@@ -125,6 +148,23 @@ class MaskBuffers:
                 f"the buffers were made for {self.dtype} logits {self.shape} on {self.device}; "
                 f"got {logits.dtype} {tuple(logits.shape)} on {logits.device} (make a new constraint)"
             )
+
+
+def index_of(tokens: np.ndarray) -> Any:
+    """Token ids as the CPU apply takes them (a torch index tensor, sharing
+    the array's memory) where torch is installed; else the array itself,
+    which a host-only constraint keeps but never applies."""
+    torch = _torch()
+    return tokens if torch is None else torch.from_numpy(tokens)
+
+
+@functools.cache
+def _torch() -> Any:
+    try:
+        import torch
+    except ModuleNotFoundError:
+        return None
+    return torch
 
 
 def apply_mask(

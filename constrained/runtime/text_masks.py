@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .logits_mask import index_of
+
 if TYPE_CHECKING:
     import torch
 
@@ -97,12 +99,10 @@ class TextFrameMasks:
         as a CPU index tensor for the constraint's sparse apply; made on
         first use."""
         if state not in self._forbidden:
-            import torch
-
             bits = np.unpackbits(self.inside[state].view(np.uint8), bitorder="little")[: self.vocab_size]
             if self.close_token is not None:
                 bits[self.close_token] = 1
-            self._forbidden[state] = torch.from_numpy(np.flatnonzero(bits == 0).astype(np.int64))
+            self._forbidden[state] = index_of(np.flatnonzero(bits == 0).astype(np.int64))
         return self._forbidden[state]
 
     @classmethod

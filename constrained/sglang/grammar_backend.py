@@ -60,9 +60,7 @@ class ToolCallGrammar(BaseGrammarObject):
         super().__init__()
         self.compiled = compiled
         self.constraint = ToolCallConstraint(compiled, 1)
-        # The constraint's mask is read from its host buffers (SGLang applies
-        # the batch's bitmask itself): logits only give the buffers their shape.
-        self.constraint.prepare(torch.empty(1, compiled.tokenizer.vocab_size))
+        self.constraint.prepare_host()  # SGLang applies the batch's bitmask itself
 
     def accept_token(self, token: int) -> None:
         if not self.constraint.is_finished(0):
