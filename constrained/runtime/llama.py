@@ -120,9 +120,7 @@ class ToolCallLogitsProcessor:
                 "use a new processor for each generation"
             )
         for token in input_ids[known:]:
-            if not self.constraint.is_finished(0):
-                self.constraint.consume((int(token),))
-            self._fed += 1
+            self.feed(int(token))
         return self.constraint
 
 
