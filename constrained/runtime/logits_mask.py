@@ -45,7 +45,6 @@ class MaskBuffers:
     single_index: torch.Tensor  # CPU: per row, the one allowed token
     single_value: torch.Tensor  # and its logit, kept across the fill
     device_bits: torch.Tensor
-    end_only: torch.Tensor
     byte_table: torch.Tensor
     byte_index: torch.Tensor  # CPU: the table path (empty on a GPU)
     bias: torch.Tensor
@@ -89,10 +88,6 @@ class MaskBuffers:
             kernel = device.type == "cuda" and logits.stride(1) == 1 and triton_available()
         planes = device.type != "cpu" and not kernel
         host = torch.zeros((batch, words), dtype=torch.int32, pin_memory=pinned)
-        end_only = torch.zeros((words,), dtype=torch.int32)
-        end_bits = end_only.numpy().view("uint32")
-        for token in tok.eos_token_ids:
-            end_bits[token // 32] |= 1 << (token % 32)
         # Row b of the table: +inf for each set bit of byte b (little-endian
         # bit order, as llguidance packs tokens), -inf for each clear bit.
         bits = torch.arange(256).unsqueeze(1).bitwise_right_shift(torch.arange(8)).bitwise_and(1).bool()
@@ -103,13 +98,12 @@ class MaskBuffers:
             host_words=host.numpy().view("uint32"),
             host_view=host.numpy().view("uint32").data,
             host_address=host.data_ptr(),
-            end_words=end_bits,
+            end_words=_end_words(tok, words),
             cpu=device.type == "cpu",
             nothing=torch.zeros(0, dtype=torch.int64),
             single_index=torch.zeros(batch, dtype=torch.int64),
             single_value=torch.zeros(batch, dtype=logits.dtype),
             device_bits=host if not pinned else torch.zeros((batch, words), dtype=torch.int32, device=device),
-            end_only=end_only,
             byte_table=table.to(device),
             byte_index=torch.empty((batch * words * 4 if device.type == "cpu" else 0,), dtype=torch.int64,
                                    device=device),
@@ -133,12 +127,9 @@ class MaskBuffers:
         """The host bitmask of ``batch`` rows and what filling it needs, in
         numpy: no torch, no logits, nothing to apply with."""
         host = np.zeros((batch, words), dtype=np.int32)
-        end_words = np.zeros((words,), dtype=np.uint32)
-        for token in tok.eos_token_ids:
-            end_words[token // 32] |= np.uint32(1 << (token % 32))
         host_words = host.view(np.uint32)
         return cls(host_bits=host, host_words=host_words, host_view=host_words.data, host_address=host.ctypes.data,
-                   end_words=end_words, cpu=True, nothing=np.zeros(0, dtype=np.int64), shape=None, device=None)
+                   end_words=_end_words(tok, words), cpu=True, nothing=np.zeros(0, dtype=np.int64), shape=None, device=None)
 
     def check(self, logits: torch.Tensor) -> None:
         if self.kernel and logits.stride(1) != 1:
@@ -148,6 +139,14 @@ class MaskBuffers:
                 f"the buffers were made for {self.dtype} logits {self.shape} on {self.device}; "
                 f"got {logits.dtype} {tuple(logits.shape)} on {logits.device} (make a new constraint)"
             )
+
+
+def _end_words(tok: Tokenizer, words: int) -> np.ndarray:
+    """The mask, ``words`` uint32 words, that allows the end tokens alone."""
+    end_words = np.zeros((words,), dtype=np.uint32)
+    for token in tok.eos_token_ids:
+        end_words[token // 32] |= np.uint32(1 << (token % 32))
+    return end_words
 
 
 def index_of(tokens: np.ndarray) -> Any:
