@@ -29,7 +29,8 @@ from collections.abc import Sequence
 
 from .compiler import CompiledTools, compile_tools
 from .dialects import DIALECTS
-from .errors import MODEL_EXTRA, ArgumentError, CompileError, ConstrainedError, GenerationError, install_line
+from .errors import MODEL_EXTRA, ArgumentError, CompileError, ConstrainedError, GenerationError, ToolDefinitionError
+from .errors import install_line
 from .options import KEY_ORDERS, CompileOptions, command_line, flag_of
 from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
 from .runtime.generate import ENGINES
@@ -65,13 +66,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.trailing, extra = extra[0], []
     if extra:
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "tools", None) == "-" and getattr(args, "trailing", None) == "-":
+        (name,) = [action.metavar for action in args.parser._actions if action.dest == "trailing"]
+        args.parser.error(f"only one argument may be - (stdin): TOOLS is -, so give {name} itself")
     try:
         return int(args.run(args))
     except (ImportError, ConstrainedError, OSError) as exc:
         missing = _missing_package(exc)
         if isinstance(exc, ImportError) and missing is None:
             raise  # an import of the package itself failed: a bug, not a missing extra
-        _error(missing or str(exc))
+        _say(missing or str(exc))
         return EXIT_MISSING_EXTRA if missing else EXIT_USAGE
 
 
@@ -85,10 +89,10 @@ def _missing_package(exc: BaseException) -> str | None:
     return message if "constrained[" in message else f"{message}; install the extra: {MODEL_INSTALL}"
 
 
-def _error(message: str) -> None:
-    """Print ``message`` to stderr as one line."""
+def _say(message: str, kind: str = "error") -> None:
+    """Print ``message`` to stderr as one line, ``constrained: KIND: ...``."""
     one_line = re.sub(r"\s*\n\s*", " ", message.strip())
-    print(f"constrained: error: {one_line}", file=sys.stderr)
+    print(f"constrained: {kind}: {one_line}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,13 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[order for order in KEY_ORDERS if order != "any"],
         help="order of an object's keys: trained (the family's habit), schema or alphabetical (default: %(default)s)",
     )
-    render.add_argument(
-        "trailing",
-        metavar="CALLS",
-        nargs="?",
-        default="-",
-        help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default: %(default)s)',
-    )
+    render.add_argument("trailing", metavar="CALLS", nargs="?", default="-",
+                        help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default: %(default)s)')
     render.set_defaults(run=_render)
 
     generate = commands.add_parser(
@@ -206,12 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget (default: %(default)s)")
     generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     generate.add_argument("--temperature", type=float, default=1.0, help="with --sample (default: %(default)s)")
-    generate.add_argument(
-        "--top-k", type=int, default=0, help="with --sample: keep the K likeliest, 0 keeps all (default: %(default)s)"
-    )
-    generate.add_argument(
-        "--top-p", type=float, default=1.0, help="with --sample: nucleus mass, 1.0 keeps all (default: %(default)s)"
-    )
+    generate.add_argument("--top-k", type=int, default=0, help="with --sample: keep the K likeliest, 0 keeps all (default: %(default)s)")
+    generate.add_argument("--top-p", type=float, default=1.0, help="with --sample: nucleus mass, 1.0 keeps all (default: %(default)s)")
     generate.add_argument("--seed", type=int, default=0, help="with --sample: the sampler's seed (default: %(default)s)")
     generate.add_argument("--no-fast-forward", action="store_true", help="sample forced tokens one by one")
     generate.add_argument(
@@ -222,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a conversion (default: %(default)s)",
     )
     generate.add_argument("--unconstrained", action="store_true", help="run without the constraint, to compare")
+    generate.add_argument("--quiet", action="store_true", help="no progress output: the conversion's note, the loading bar")
     generate.set_defaults(run=_generate)
 
     fuzz = commands.add_parser(
@@ -234,9 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_compile_arguments(fuzz, dialect_help="every dialect")
     fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default: %(default)s)")
-    fuzz.add_argument(
-        "--seed", type=int, default=0, help="seed of the first walk; the next ones count up (default: %(default)s)"
-    )
+    fuzz.add_argument("--seed", type=int, default=0, help="seed of the first walk; the next ones count up (default: %(default)s)")
     _add_flags(fuzz, WalkOptions)
     fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default: %(default)s)")
     fuzz.set_defaults(run=_fuzz)
@@ -251,9 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         "without it, exit 3.",
     )
     export.add_argument("directory", metavar="DIR", help="the folder to write (new or empty)")
-    export.add_argument(
-        "--force", action="store_true", help="write into a non-empty DIR: files of the same names are replaced, others kept"
-    )
+    export.add_argument("--force", action="store_true", help="write into a non-empty DIR: files of the same names are replaced, others kept")
     export.set_defaults(run=_export_model)
 
     for command in commands.choices.values():
@@ -274,7 +266,7 @@ def _at_least(low: int) -> Any:
 
 
 def _add_tools(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form)")
+    parser.add_argument("tools", metavar="TOOLS", help="JSON file of tool definitions (any accepted form), or - for stdin")
 
 
 def _add_dialect(parser: argparse.ArgumentParser, default_help: str | None = None) -> None:
@@ -343,7 +335,7 @@ def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None =
     """Compile TOOLS (or ``tools``) in ``--dialect`` (or ``dialect``) with the options flags."""
     dialect = dialect or args.dialect
     return compile_tools(
-        read_tools_file(args.tools) if tools is None else tools,
+        _tools(args) if tools is None else tools,
         dialect,
         args.tokenizer or DIALECTS[dialect].default_tokenizer,
         options=_options(args, CompileOptions),
@@ -351,11 +343,26 @@ def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None =
 
 
 def _read(source: str) -> str:
-    return sys.stdin.read() if source == "-" else source
+    """TEXT or CALLS as given, or stdin (``-``) less one trailing newline, as ``$(...)`` drops it:
+    the newline ending ``echo``'s or ``render``'s output is the pipe's, not the model's."""
+    if source != "-":
+        return source
+    text = sys.stdin.read()
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _tools(args: argparse.Namespace) -> Any:
+    """The JSON of TOOLS: its file, or stdin for ``-``."""
+    if args.tools != "-":
+        return read_tools_file(args.tools)
+    try:
+        return json.loads(sys.stdin.read())
+    except json.JSONDecodeError as exc:
+        raise ToolDefinitionError(f"TOOLS (stdin): not valid JSON: {exc}") from None
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    tool_set = normalize_tool_set(read_tools_file(args.tools), strict=args.strict)
+    tool_set = normalize_tool_set(_tools(args), strict=args.strict)
     _print_json(
         [{"name": tool.name, **tool.schema.to_json()} for tool in tool_set.tools]
         + [{"name": tool.name, "left_out": {"path": tool.path, "reason": tool.reason}} for tool in tool_set.left_out]
@@ -365,6 +372,9 @@ def _normalize(args: argparse.Namespace) -> int:
 
 def _compile(args: argparse.Namespace) -> int:
     compiled = _compiled(args)
+    left_out = {tool.name for tool in compiled.left_out}
+    for line in [*map(str, compiled.left_out), *(str(w) for w in compiled.warnings if w.tool not in left_out)]:
+        _say(line, "warning")
     if args.output:
         compiled.save(args.output)
     if args.grammar:
@@ -396,18 +406,20 @@ def _check(args: argparse.Namespace) -> int:
     assert result.token_index is not None and result.byte_offset is not None
     tokens, data = compiled.tokenizer.encode(text), text.encode("utf-8")
     refused = compiled.tokenizer.decode(tokens[result.token_index : result.token_index + 1])
+    errors = parse_tool_calls(text, compiled, compiled.dialect).errors  # which call and key, and why, if it can tell
     _print_json(
         {
             **result.to_json(),
             "before": data[max(0, result.byte_offset - 60) : result.byte_offset].decode("utf-8", "replace"),
             "refused": refused if refused else "(the end of the turn: the output is not complete)",
+            **({"reason": "; ".join(f"tool {e.tool!r}: {e.reason}" for e in errors)} if errors else {}),
         }
     )
     return EXIT_REJECTED
 
 
 def _parse(args: argparse.Namespace) -> int:
-    parsed = parse_tool_calls(_read(args.trailing), read_tools_file(args.tools), args.dialect, reasoning=args.reasoning)
+    parsed = parse_tool_calls(_read(args.trailing), _tools(args), args.dialect, reasoning=args.reasoning)
     _print_json(parsed.to_json())
     return EXIT_REJECTED if parsed.errors else EXIT_OK
 
@@ -417,16 +429,40 @@ def _render(args: argparse.Namespace) -> int:
         calls = json.loads(_read(args.trailing))
     except json.JSONDecodeError as exc:
         raise ArgumentError(f"CALLS: not valid JSON: {exc}", argument="CALLS") from None
-    text = render_tool_calls(calls, read_tools_file(args.tools), args.dialect, key_order=args.key_order)
+    calls = [calls] if isinstance(calls, dict) else calls  # one call given alone
+    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+        raise ArgumentError("CALLS: not a JSON list of calls (objects with a name and arguments)", argument="CALLS")
+    tools = _tools(args)
+    text = render_tool_calls(calls, tools, args.dialect, key_order=args.key_order)
     sys.stdout.write(text + "\n")
-    return EXIT_OK
+    rejected = [line for index, call in enumerate(calls) for line in _read_back(index, call, tools, args.dialect)]
+    for line in rejected:
+        _say(line)
+    return EXIT_REJECTED if rejected else EXIT_OK
+
+
+def _read_back(index: int, call: dict[str, Any], tools: Any, dialect: str) -> list[str]:
+    """Why call ``index`` of CALLS, rendered, does not parse back as itself: the renderer writes any
+    arguments; the parser validates them against the full schema, as a model's calls are."""
+    function = call.get("function", call)
+    name, given = function["name"], function.get("arguments", {})
+    parsed = parse_tool_calls(render_tool_calls([call], tools, dialect), tools, dialect)
+    if parsed.errors:
+        return [f"call {index} of {name!r}: {error.reason}" for error in parsed.errors]
+    read = [json.loads(c["function"]["arguments"]) for c in parsed.tool_calls]
+    if read == [json.loads(given) if isinstance(given, str) else given]:
+        return []
+    back = f"the arguments {json.dumps(read[0])}" if len(read) == 1 else f"{len(read)} calls"
+    return [f"call {index} of {name!r}: its text parses back as {back}, not as the call given"]
 
 
 def _generate(args: argparse.Namespace) -> int:
     from .runtime.generate import generate
     from .runtime.models import DEFAULT_MODEL, converted_default_model, load_model
 
-    if args.engine == "transformers" and args.model == DEFAULT_MODEL and converted_default_model() is None:
+    if args.quiet:
+        _quiet_loading()
+    elif args.engine == "transformers" and args.model == DEFAULT_MODEL and converted_default_model() is None:
         print("constrained: converting the default model once (about 40 s); it is cached after", file=sys.stderr)
     loaded = load_model(args.model, dialect=args.dialect, engine=args.engine)
     if loaded.dialect is None:
@@ -436,7 +472,7 @@ def _generate(args: argparse.Namespace) -> int:
         loaded.model,
         loaded.tokenizer,
         args.prompt,
-        read_tools_file(args.tools),
+        _tools(args),
         loaded.dialect,
         options=replace(options, reasoning=options.reasoning if loaded.thinking else False),
         max_new_tokens=args.max_new_tokens,
@@ -452,14 +488,26 @@ def _generate(args: argparse.Namespace) -> int:
     )
     assert not isinstance(result, list)
     _print_json({**result.to_json(), "text": result.text, "model": loaded.name, "dialect": loaded.dialect})
+    if options.tool_choice == "auto" and not result.tool_calls and not result.errors:
+        _say("the model answered without a tool call, as --tool-choice auto lets it; --tool-choice required makes it call one", "note")
     return EXIT_REJECTED if result.errors else EXIT_OK
+
+
+def _quiet_loading() -> None:
+    """Turn off transformers' loading bar and notices (llama.cpp's are off already)."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        return
+    transformers_logging.disable_progress_bar()
+    transformers_logging.set_verbosity_error()
 
 
 def _fuzz(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
-    tools = read_tools_file(args.tools)
+    tools = _tools(args)
     compile_options, options = _options(args, CompileOptions), _options(args, WalkOptions)
     total = FuzzSummary(keep=args.show)
     by_dialect: dict[str, dict[str, int]] = {}

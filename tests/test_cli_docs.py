@@ -180,6 +180,8 @@ def test_status_1_read_and_rejected_with_a_report(tmp_path, capsys):
     bad.write_text(json.dumps([{"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "strnig"}}}}]))
     code, out, _ = status(["normalize", str(bad)], capsys)
     assert code == 1 and json.loads(out)[0]["left_out"]["path"] == "/properties/x"
+    code, out, err = status(["render", TIME_TOOLS, "--dialect", "hermes", '[{"name": "get_current_time"}]'], capsys)
+    assert code == 1 and "get_current_time" in out and err.startswith("constrained: error: call 0 of 'get_current_time'")
 
 
 def test_status_2_usage_and_unusable_input_one_line_on_stderr(tmp_path, capsys):

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import UnsatisfiableSchemaError
 from ..schema.json_values import dedupe_values, intersect_values, json_type
+from ..schema.keywords import misspelt_keywords
 from ..schema.limits import MAX_DEPTH, check_nesting
 from .accepts import frame_accepts
 from .arrays import ArrayReader
@@ -104,6 +105,10 @@ class _Normalizer(ConjunctionReader, ObjectReader, ArrayReader, ScalarReader):
         self.depth = 0
 
     def run(self, *, object_root: bool) -> NormalizedSchema:
+        # A misspelt keyword is silently ignored by the constraint and the
+        # validator alike: the value it meant to bound goes unchecked.
+        for path, keyword, intended in misspelt_keywords(self.schema):
+            self.warn(path, keyword, f"not a JSON Schema keyword, so nothing checks it: did you mean {intended!r}?")
         sites = [Site(self.schema, self.resolver, "")]
         if object_root and not self._declares_type(sites):
             sites.append(Site({"type": "object"}, self.resolver, ""))

@@ -10,8 +10,11 @@ may point at (the value of an unknown keyword) asks for ``possible``.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from .refs import pointer_token
 
 SCHEMA_VALUED = frozenset(
     {
@@ -46,6 +49,58 @@ DATA_KEYWORDS = frozenset({"$vocabulary", "const", "default", "dependentRequired
 ``$vocabulary``."""
 
 _SCHEMA_KEYWORDS = SCHEMA_VALUED | SCHEMA_LISTS | SCHEMA_MAPS
+
+KNOWN_KEYWORDS = _SCHEMA_KEYWORDS | DATA_KEYWORDS | frozenset(
+    {
+        # identifiers and references, drafts 3 to 2020-12
+        "$anchor", "$comment", "$dynamicAnchor", "$dynamicRef", "$id", "$recursiveAnchor", "$recursiveRef",
+        "$ref", "$schema", "id",
+        # assertions
+        "disallow", "divisibleBy", "exclusiveMaximum", "exclusiveMinimum", "format", "maxContains", "maxItems",
+        "maxLength", "maxProperties", "maximum", "minContains", "minItems", "minLength", "minProperties",
+        "minimum", "multipleOf", "pattern", "type", "uniqueItems",
+        # annotations
+        "contentEncoding", "contentMediaType", "deprecated", "description", "readOnly", "title", "writeOnly",
+        # OpenAPI's schema object
+        "discriminator", "example", "externalDocs", "nullable", "xml",
+    }
+)
+"""Every keyword of the JSON Schema drafts and of OpenAPI's schema object:
+a key of a schema outside this table is ignored by the constraint and by
+the validator alike, so one close to a name here is likely a typo."""
+
+_LOWERED = {keyword.lower(): keyword for keyword in KNOWN_KEYWORDS if len(keyword) > 3}
+"""The keywords a typo is matched against, by their lower case (``maxlength``
+is ``maxLength`` misspelt). Keywords of three letters are left out: ``note``
+is as close to ``not`` as ``maxLenght`` is to ``maxLength``, but a note."""
+
+
+def misspelt_keywords(schema: Any, cutoff: float = 0.8) -> Iterator[tuple[str, str, str]]:
+    """``(JSON Pointer, keyword, intended keyword)`` for each key of
+    ``schema`` or of a subschema in a schema position that is no keyword but
+    close to one (``difflib`` ratio ``cutoff`` and over, ignoring case, at
+    most two letters more or fewer). Vendor extensions (``x-...``) and keys
+    far from every keyword are extensions, not typos."""
+    stack: list[tuple[str, Any]] = [("", schema)]
+    seen: set[int] = set()
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for keyword in node:
+            if not isinstance(keyword, str) or keyword in KNOWN_KEYWORDS or keyword.startswith("x-"):
+                continue
+            close = difflib.get_close_matches(keyword.lower(), _LOWERED, n=3, cutoff=cutoff)
+            # A typo changes a letter or two; a key longer or shorter by more
+            # (``enumDescriptions``, ``length``) is a name of its own.
+            close = [match for match in close if abs(len(match) - len(keyword)) <= 2]
+            if close:
+                yield path, keyword, _LOWERED[close[0]]
+        for keyword, value in reversed(node.items()):
+            for name, child in reversed(list(child_schemas(keyword, value))):
+                where = f"{path}/{pointer_token(keyword)}" + ("" if name is None else f"/{pointer_token(str(name))}")
+                stack.append((where, child))
 
 
 def child_schemas(
