@@ -187,7 +187,7 @@ def test_a_value_of_another_sets_type_is_rejected_with_its_reason(dialect):
     result, calls = read(text, dialect)
     assert calls == [] and result.content == text
     (error,) = result.errors
-    assert "'value'" in error.reason and "integer" in error.reason, error.reason
+    assert error.reason.startswith('/value: "auto" is not an integer'), error.reason
     assert "'kind' is \"count\"" in error.reason, error.reason
 
 

@@ -202,15 +202,15 @@ def test_hermes_decoded_string_arguments_keep_the_schema_typing():
     # Decoded values are typed by JSON, then checked: "3" stays a string, not a number.
     reason = rejected(encoded("forecast", {"city": "Paris", "days": "3"}), "hermes")
     assert reason.startswith("the arguments, a JSON-encoded string, decoded do not fit 'forecast': ")
-    assert reason.endswith("the arguments do not match the schema of 'forecast'")
+    assert reason.endswith(': /days: "3" is not an integer')
 
 
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
         ({"city": "Paris", "wind": True}, "has no parameter 'wind'"),
-        ({"city": "Paris", "days": 0}, "do not match the schema"),
-        ({"city": "Paris", "units": "K"}, "do not match the schema"),
+        ({"city": "Paris", "days": 0}, "/days: 0 is less than the minimum 1"),
+        ({"city": "Paris", "units": "K"}, '/units: "K" is not one of "C", "F"'),
         ({"days": 2}, "missing required parameter(s) 'city'"),
     ],
 )
@@ -280,8 +280,8 @@ def test_gemma_reads_delimited_keys_at_any_depth(dialect, body, expected):
 
 @pytest.mark.parametrize("dialect", sorted(GEMMAS))
 def test_gemma_delimited_keys_keep_the_schema_typing(dialect):
-    assert "do not match the schema" in rejected(gemma_call(dialect, "patch", "{lines:{<D>3<D>:7}}"), dialect)
-    assert "do not match the schema" in rejected(gemma_call(dialect, "patch", "{<D>count<D>:<D>2<D>}"), dialect)
+    assert rejected(gemma_call(dialect, "patch", "{lines:{<D>3<D>:7}}"), dialect) == "/lines/3: 7 is not a string"
+    assert "/count: " in rejected(gemma_call(dialect, "patch", "{<D>count<D>:<D>2<D>}"), dialect)
     assert "no parameter 'town'" in rejected(gemma_call(dialect, "forecast", "{<D>town<D>:<D>Oslo<D>}"), dialect)
 
 

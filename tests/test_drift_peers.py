@@ -167,7 +167,7 @@ def test_gemma_reads_a_string_whose_opening_delimiter_is_missing(dialect, body, 
     ("body", "reason"),
     [
         # typed by the schema: a string where an integer belongs is refused
-        ("{limit:5<D>,query:<D>x<D>}", "do not match the schema"),
+        ("{limit:5<D>,query:<D>x<D>}", '/limit: "5" is not an integer'),
         # could be two members ("a" and a string "b" whose opening is missing)
         ("{query:a,limit:b<D>}", "expected"),
         ("{query:a, limit:b<D>}", "expected"),
@@ -316,15 +316,15 @@ def test_glm_a_parameter_that_may_be_a_string_keeps_the_text(dialect, key, value
 @pytest.mark.parametrize(
     ("key", "value", "reason"),
     [
-        ("tags", '[\\"a\\", "b"]', "not a valid array"),  # a quote not escaped
-        ("tags", r"\"a\"", "not a valid array"),  # encodes a string, not an array
-        ("tags", r"[\"a\", ", "not a valid array"),
-        ("tags", r" [\"a\"]", "not a valid array"),  # whitespace around it
-        ("tags", "[\\\"a\nb\\\"]", "not a valid array"),  # a raw line break in a JSON string
-        ("ids", r"[\"a\"]", "do not match the schema"),  # read, then typed by the schema
-        ("maybe", r"[\"1\"]", "do not match the schema"),
-        ("meta", r"{\"k\": NaN}", "not a valid object"),
-        ("meta", r"[\"a\"]", "do not match the schema"),
+        ("tags", '[\\"a\\", "b"]', "is not an array"),  # a quote not escaped
+        ("tags", r"\"a\"", "is not an array"),  # encodes a string, not an array
+        ("tags", r"[\"a\", ", "is not an array"),
+        ("tags", r" [\"a\"]", "is not an array"),  # whitespace around it
+        ("tags", "[\\\"a\nb\\\"]", "is not an array"),  # a raw line break in a JSON string
+        ("ids", r"[\"a\"]", '/ids/0: "a" is not an integer'),  # read, then typed by the schema
+        ("maybe", r"[\"1\"]", '/maybe/0: "1" is not an integer'),
+        ("meta", r"{\"k\": NaN}", "is not an object"),
+        ("meta", r"[\"a\"]", '/meta: ["a"] is not an object'),
     ],
     ids=repr,
 )
@@ -368,7 +368,7 @@ def test_hermes_call_without_arguments_for_a_tool_with_optional_parameters():
     ("body", "reason"),
     [
         ('{"name": "needs"}', "missing required parameter(s) 'city'"),
-        ('{"name": "nonempty"}', "do not match the schema of 'nonempty'"),
+        ('{"name": "nonempty"}', "/: {} has fewer than the minimum 1 properties"),
         ('{"name": "get_time", "args": {}}', "expected exactly"),
         ('{"name": "get_time", "arguments": null}', "not a JSON object"),
         ('{"arguments": {}}', "expected exactly"),
@@ -439,7 +439,7 @@ def test_qwen_reads_a_value_whose_closing_is_missing_before_function_end(text, e
         (qwen("<parameter=city>", "Paris", "</function>").removesuffix("\n</tool_call>"), "not closed"),
         # typed by the schema
         (qwen("<parameter=city>", "Paris", "</parameter>", "<parameter=days>", "three", "</function>"),
-         "not a valid integer"),
+         '/days: "three" is not an integer'),
     ],
     ids=repr,
 )

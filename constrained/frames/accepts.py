@@ -1,11 +1,17 @@
 """Whether a frame accepts a JSON value, and which frames a member of an
 object must satisfy: the frames' own semantics, which the grammar, the
-parser and the tests (comparing frames with ``jsonschema``) rely on."""
+parser and the tests (comparing frames with ``jsonschema``) rely on.
+
+:func:`frame_accepts` only says yes or no, as the grammar and the parser
+need it fast; a rejected call needs the reason, so that a model asked to
+retry (or a person) knows what to fix: :func:`explain` makes the same
+checks in the same order, containers before their members, and says the
+first that fails (the value's JSON Pointer, the keyword and its bound)."""
 
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .model import (
     ArrayFrame,
@@ -20,9 +26,14 @@ from .model import (
     RefFrame,
     StringFrame,
     UnionFrame,
+    resolve_frame,
 )
+from .types import json_types
 from ..schema.formats import format_matches
 from ..schema.json_values import exact, json_key, json_type, pattern_matches
+from ..schema.validation import Failure, failure
+
+Path = tuple[str | int, ...]
 
 
 def frame_accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {}) -> bool:
@@ -58,18 +69,11 @@ def _accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame]) -> bool
     if isinstance(frame, BooleanFrame):
         return kind == "boolean"
     if isinstance(frame, IntegerFrame):
-        return kind == "integer" and _number_in(value, frame.minimum, frame.maximum, False, False, frame.multiple_of)
+        return kind == "integer" and _number_fault(frame, value) is None
     if isinstance(frame, NumberFrame):
-        return kind in ("integer", "number") and _number_in(
-            value,
-            frame.minimum,
-            frame.maximum,
-            frame.exclusive_minimum,
-            frame.exclusive_maximum,
-            frame.multiple_of,
-        )
+        return kind in ("integer", "number") and _number_fault(frame, value) is None
     if isinstance(frame, StringFrame):
-        return kind == "string" and _string_ok(frame, value)
+        return kind == "string" and _string_fault(frame, value) is None
     if isinstance(frame, ArrayFrame):
         return kind == "array" and _array_ok(frame, value, definitions)
     if isinstance(frame, ObjectFrame):
@@ -77,30 +81,55 @@ def _accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame]) -> bool
     raise TypeError(f"not a frame: {frame!r}")
 
 
-def _number_in(value: Any, low: Any, high: Any, low_excl: bool, high_excl: bool, multiple: Any) -> bool:
-    if low is not None and (value < low or (low_excl and value == low)):
-        return False
-    if high is not None and (value > high or (high_excl and value == high)):
-        return False
-    if multiple is not None:
-        return (exact(value) / exact(multiple)).denominator == 1
-    return True
+Fault = tuple[str, Any]
+"""A keyword a value breaks, with its bound: what both the yes-or-no check
+and :func:`explain` take from :func:`_number_fault` and :func:`_string_fault`."""
 
 
-def _string_ok(frame: StringFrame, value: str) -> bool:
+def _number_fault(frame: IntegerFrame | NumberFrame, value: Any) -> Fault | None:
+    low, high = frame.minimum, frame.maximum
+    if low is not None:
+        if isinstance(frame, NumberFrame) and frame.exclusive_minimum and value <= low:
+            return "exclusiveMinimum", low
+        if value < low:
+            return "minimum", low
+    if high is not None:
+        if isinstance(frame, NumberFrame) and frame.exclusive_maximum and value >= high:
+            return "exclusiveMaximum", high
+        if value > high:
+            return "maximum", high
+    if frame.multiple_of is not None and (exact(value) / exact(frame.multiple_of)).denominator != 1:
+        return "multipleOf", frame.multiple_of
+    return None
+
+
+def _size_fault(size: int, low: int, high: int | None, keywords: tuple[str, str]) -> Fault | None:
+    if size < low:
+        return keywords[0], low
+    if high is not None and size > high:
+        return keywords[1], high
+    return None
+
+
+_ITEMS = ("minItems", "maxItems")
+_PROPERTIES = ("minProperties", "maxProperties")
+
+
+def _string_fault(frame: StringFrame, value: str) -> Fault | None:
     if len(value) < frame.min_length:
-        return False
+        return "minLength", frame.min_length
     if frame.max_length is not None and len(value) > frame.max_length:
-        return False
-    if not all(pattern_matches(p, value) for p in frame.patterns):
-        return False
-    return frame.format is None or format_matches(frame.format, value)
+        return "maxLength", frame.max_length
+    pattern = next((p for p in frame.patterns if not pattern_matches(p, value)), None)
+    if pattern is not None:
+        return "pattern", pattern
+    if frame.format is not None and not format_matches(frame.format, value):
+        return "format", frame.format
+    return None
 
 
 def _array_ok(frame: ArrayFrame, value: list, definitions: Mapping[str, Frame]) -> bool:
-    if len(value) < frame.min_items:
-        return False
-    if frame.max_items is not None and len(value) > frame.max_items:
+    if _size_fault(len(value), frame.min_items, frame.max_items, _ITEMS) is not None:
         return False
     for index, item in enumerate(value):
         if index < len(frame.prefix_items):
@@ -113,9 +142,7 @@ def _array_ok(frame: ArrayFrame, value: list, definitions: Mapping[str, Frame]) 
 
 
 def _object_ok(frame: ObjectFrame, value: dict, definitions: Mapping[str, Frame]) -> bool:
-    if len(value) < frame.min_properties:
-        return False
-    if frame.max_properties is not None and len(value) > frame.max_properties:
+    if _size_fault(len(value), frame.min_properties, frame.max_properties, _PROPERTIES) is not None:
         return False
     if any(key not in value for key in frame.required):
         return False
@@ -140,3 +167,104 @@ def member_frames(frame: ObjectFrame, key: str) -> list[Frame] | None:
     if matched:
         return matched
     return None if frame.additional is None else [frame.additional]
+
+
+def explain(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {}, at: Iterable[str | int] = ()) -> Failure | None:
+    """The first failure of ``value`` (found at path ``at``) under
+    ``frame``; ``None`` when the frame accepts it, or when the value is
+    nested too deep to walk (as :func:`frame_accepts` refuses it)."""
+    try:
+        return _explain(frame, value, definitions, tuple(at))
+    except RecursionError:
+        return None
+
+
+def _explain(frame: Frame, value: Any, definitions: Mapping[str, Frame], path: Path) -> Failure | None:
+    if isinstance(frame, RefFrame):
+        return _explain(definitions[frame.name], value, definitions, path)
+    if isinstance(frame, FreeFrame):
+        return None
+    if isinstance(frame, UnionFrame):
+        return _union(frame, value, definitions, path)
+    if isinstance(frame, EnumFrame):
+        if frame_accepts(frame, value):
+            return None
+        if len(frame.values) == 1:
+            return failure(path, "const", value, frame.values[0])
+        return failure(path, "enum", value, frame.values)
+    if json_type(value) not in json_types(frame):
+        return failure(path, "type", value, frame.kind)
+    fault = None
+    if isinstance(frame, (IntegerFrame, NumberFrame)):
+        fault = _number_fault(frame, value)
+    elif isinstance(frame, StringFrame):
+        fault = _string_fault(frame, value)
+    if fault is not None:
+        return failure(path, fault[0], value, fault[1])
+    if isinstance(frame, ArrayFrame):
+        return _array(frame, value, definitions, path)
+    if isinstance(frame, ObjectFrame):
+        return _object(frame, value, definitions, path)
+    return None  # null, boolean: the type is all there is
+
+
+def _union(frame: UnionFrame, value: Any, definitions: Mapping[str, Frame], path: Path) -> Failure | None:
+    """A union's failure: that of the one option the value's type (and,
+    for objects, the tags it gives) leaves, else that no option takes it."""
+    if frame_accepts(frame, value, definitions):
+        return None
+    kind = json_type(value)
+    fitting = [option for option in frame.options if kind in json_types(option, definitions)]
+    if not fitting:
+        return failure(path, "type", value, json_types(frame, definitions))
+    if len(fitting) > 1 and isinstance(value, dict):
+        fitting = [option for option in fitting if _tags_agree(option, value, definitions)] or fitting
+    if len(fitting) == 1:
+        return _explain(fitting[0], value, definitions, path)
+    return failure(path, "anyOf", value, len(frame.options))
+
+
+def _tags_agree(option: Frame, value: dict, definitions: Mapping[str, Frame]) -> bool:
+    """Whether every one-value property (``const``, a discriminator) of the
+    object ``option`` that ``value`` gives has that value."""
+    option = resolve_frame(option, definitions)
+    if not isinstance(option, ObjectFrame):
+        return True
+    for key, frame in option.properties:
+        frame = resolve_frame(frame, definitions)
+        if isinstance(frame, EnumFrame) and len(frame.values) == 1 and key in value:
+            if not frame_accepts(frame, value[key]):
+                return False
+    return True
+
+
+def _array(frame: ArrayFrame, value: list, definitions: Mapping[str, Frame], path: Path) -> Failure | None:
+    fault = _size_fault(len(value), frame.min_items, frame.max_items, _ITEMS)
+    if fault is not None:
+        return failure(path, fault[0], value, fault[1])
+    for index, item in enumerate(value):
+        item_frame = frame.prefix_items[index] if index < len(frame.prefix_items) else frame.items
+        if item_frame is None:
+            return failure(path, "items", value, len(frame.prefix_items))
+        found = _explain(item_frame, item, definitions, (*path, index))
+        if found is not None:
+            return found
+    return None
+
+
+def _object(frame: ObjectFrame, value: dict, definitions: Mapping[str, Frame], path: Path) -> Failure | None:
+    fault = _size_fault(len(value), frame.min_properties, frame.max_properties, _PROPERTIES)
+    missing = next((key for key in frame.required if key not in value), None)
+    if fault is None and missing is not None:
+        fault = "required", missing
+    if fault is not None:
+        return failure(path, fault[0], value, fault[1])
+    for key, item in value.items():
+        frames = member_frames(frame, key)
+        if frames is None:
+            return failure(path, "additionalProperties", value, key)
+        for member in frames:
+            found = _explain(member, item, definitions, (*path, key))
+            if found is not None:
+                return found
+    return None

@@ -22,12 +22,13 @@ import jsonschema
 from ..compiler import CompiledTools
 from ..dialects import get_dialect
 from ..dialects.base import Dialect
-from ..dialects.segments import CallSegment, Decoded, Parsed, Raw, Segment
-from ..frames.model import EnumFrame, Frame, FreeFrame, ObjectFrame
+from ..dialects.segments import CallSegment, Decoded, Malformed, Parsed, Raw, Segment
+from ..frames.model import EnumFrame, Frame, ObjectFrame
 from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
 from ..frames.types import json_types
-from ..schema.validation import validator_for
-from ..frames.accepts import frame_accepts, member_frames
+from ..schema.json_values import json_type
+from ..schema.validation import Failure, explain_error, json_pointer, validator_for
+from ..frames.accepts import explain, frame_accepts, member_frames
 from ..options import Reasoning, check_reasoning
 from ..dialects.writable import writable_tool_set
 
@@ -39,16 +40,25 @@ _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 
 @dataclass(frozen=True)
 class RejectedCall:
-    """Why one call was rejected: the reason, the tool's name when known,
-    and the call's byte span in the text. A record in
-    :attr:`ParseResult.errors`, not an exception."""
+    """Why one call was rejected: the reason, the tool's name when the text
+    names it, and the call's byte span in the text. A record in
+    :attr:`ParseResult.errors`, not an exception.
+
+    Where a value fails the schema, ``pointer`` is its JSON Pointer from
+    the arguments object (``/items/0/qty``) and ``keyword`` the JSON Schema
+    keyword it fails (``type``, ``minimum``, ``pattern``...); the reason
+    says both, the value and the bound in one line (``/items/0/qty: "two"
+    is not an integer``). Both are ``None`` for broken markup."""
 
     reason: str
     tool: str | None
     span: tuple[int, int]
+    pointer: str | None = None
+    keyword: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"reason": self.reason, "tool": self.tool, "span": list(self.span)}
+        return {"reason": self.reason, "tool": self.tool, "span": list(self.span),
+                "pointer": self.pointer, "keyword": self.keyword}
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,24 @@ class ParseResult:
 
 
 class CallRejected(Exception):
-    """A call segment that does not make a valid call (internal)."""
+    """A call segment that does not make a valid call (internal), with the
+    pointer and keyword of the failing value where there is one."""
+
+    def __init__(self, reason: str, pointer: str | None = None, keyword: str | None = None) -> None:
+        super().__init__(reason)
+        self.pointer = pointer
+        self.keyword = keyword
+
+    @classmethod
+    def of(cls, failure: Failure | None, otherwise: str) -> CallRejected:
+        """The rejection ``failure`` says, or ``otherwise`` where none was found."""
+        if failure is None:
+            return cls(otherwise)
+        return cls(failure.message, failure.pointer, failure.keyword)
+
+    def said(self, reason: str) -> CallRejected:
+        """This rejection with ``reason`` (one that wraps this one's)."""
+        return CallRejected(reason, self.pointer, self.keyword)
 
 
 def parse_tool_calls(text: str, tools: Any, dialect: str, *, reasoning: Reasoning | None = None) -> ParseResult:
@@ -96,7 +123,8 @@ def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseRe
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
     errors: list[RejectedCall] = []
-    for segment in chosen.for_tools(by_name).scan(text):
+    reading = chosen.for_tools(by_name)
+    for segment in reading.scan(text):
         if segment.kind == "reasoning":
             reasoning.append(segment.text)
         elif segment.kind == "text":
@@ -107,8 +135,30 @@ def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseRe
                 calls.append(openai_call(segment, by_name, chosen.python_literals, ids, left_out))
             except CallRejected as exc:
                 content.append(segment.text)
-                errors.append(RejectedCall(str(exc), segment.name, _byte_span(text, segment.start, segment.end)))
+                span = _byte_span(text, segment.start, segment.end)
+                errors.append(RejectedCall(str(exc), _called(reading, segment), span, exc.pointer, exc.keyword))
     return ParseResult("".join(content), calls, errors, "".join(reasoning) if reasoning else None)
+
+
+_NAME_WINDOW = 1024
+"""How much of a call's body is read for the tool's name when the call is
+broken: a name comes first, and reading more would cost as much as the call."""
+
+
+def _called(dialect: Dialect, segment: CallSegment) -> str | None:
+    """The tool a call names: the scan's reading, else, for broken markup
+    (a call not closed, JSON that does not read), as far as the start of
+    its body says it (``None`` for a call marker in fenced code, which is
+    text)."""
+    if segment.name is not None or segment.fenced or not segment.text.startswith(dialect.call_open):
+        return segment.name
+    body = segment.text[len(dialect.call_open) :]
+    if body.endswith(dialect.call_close):
+        body = body[: -len(dialect.call_close)]
+    try:
+        return dialect.partial_body(body[:_NAME_WINDOW]).name
+    except Malformed as exc:
+        return exc.name
 
 
 def reader(dialect: str, tools: Any, reasoning: Reasoning | None) -> Dialect:
@@ -153,7 +203,7 @@ def openai_call(
         arguments = typed_arguments(tool, segment.arguments, python_literals)
     except CallRejected as exc:
         if any(isinstance(value, Decoded) for _, value in segment.arguments):
-            raise CallRejected(f"the arguments, a JSON-encoded string, decoded do not fit {tool.name!r}: {exc}") from None
+            raise exc.said(f"the arguments, a JSON-encoded string, decoded do not fit {tool.name!r}: {exc}") from None
         raise
     return {
         "id": ids(segment.start, tool.name),
@@ -176,7 +226,7 @@ def typed_arguments(
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
-            raise CallRejected(f"parameter {key!r} is given twice")
+            raise CallRejected(f"parameter {key!r} is given twice", json_pointer([key]))
         seen.add(key)
     branches = Dialect.argument_objects(tool)
     if len(branches) > 1:
@@ -193,13 +243,15 @@ def _arguments_by(
     for key, value in pairs:
         frames = member_frames(branch, key)
         if not frames:
-            raise CallRejected(f"{tool.name!r} has no parameter {key!r}")
+            raise _no_parameter(tool, key)
         arguments[key] = read_value(value, frames, tool, key, python_literals)
     missing = [key for key in _required(branch) if key not in arguments]
     if missing:
-        raise CallRejected(f"missing required parameter(s) {', '.join(map(repr, missing))}")
-    if not frame_accepts(branch, arguments, tool.schema.definitions):
-        raise CallRejected(f"the arguments do not match the schema of {tool.name!r}")
+        raise CallRejected(f"missing required parameter(s) {', '.join(map(repr, missing))}", "", "required")
+    definitions = tool.schema.definitions
+    if not frame_accepts(branch, arguments, definitions):
+        failed = explain(branch, arguments, definitions)
+        raise CallRejected.of(failed, f"the arguments do not match the schema of {tool.name!r}")
     validate(tool, arguments)
     return arguments
 
@@ -234,7 +286,7 @@ def branch_arguments(
     keys = [key for key, _ in pairs]
     unknown = next((key for key in keys if not any(member_frames(b, key) for b in branches)), None)
     if unknown is not None:
-        raise CallRejected(f"{tool.name!r} has no parameter {unknown!r}")
+        raise _no_parameter(tool, unknown)
     candidates = [b for b in branches if all(member_frames(b, key) for key in keys)]
     if not candidates:
         raise CallRejected(f"no parameter set of {tool.name!r} takes all of {', '.join(map(repr, keys))}")
@@ -247,37 +299,35 @@ def branch_arguments(
     selected = [(b, e) for b, e in failures if _discriminated(tool, b, pairs, python_literals)]
     if selected:
         branch, rejected = selected[0]
-        reason = _misfit(tool, branch, pairs, python_literals) or str(rejected)
+        rejected = _misfit(tool, branch, pairs, python_literals) or rejected
         tags = ", ".join(f"{key!r} is {json.dumps(value, ensure_ascii=False)}" for key, value in _tags(tool, branch))
         where = f" (in the parameter set where {tags})" if tags else ""
-        raise CallRejected(f"{reason}{where}")
+        raise rejected.said(f"{rejected}{where}")
     tagged = _discriminators(tool, candidates, keys)
     if tagged:
         key, values = tagged
         listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
         raise CallRejected(f"parameter {key!r} selects none of the parameter sets of {tool.name!r} (one of {listed})")
-    raise CallRejected(f"the arguments match none of the parameter sets of {tool.name!r}: {failures[0][1]}")
+    first = failures[0][1]
+    raise first.said(f"the arguments match none of the parameter sets of {tool.name!r}: {first}")
 
 
 def _misfit(
     tool: NormalizedTool, branch: ObjectFrame, pairs: list[tuple[str, Raw | Parsed]], python_literals: bool
-) -> str | None:
-    """The first value read (a JSON dialect's, or a raw value that reads)
-    that does not fit its frames in ``branch``, said as :func:`read_raw`
-    says it; ``None`` when each fits (the set fails as a whole)."""
+) -> CallRejected | None:
+    """The rejection of the first value read (a JSON dialect's, or a raw
+    value that reads) that does not fit its frames in ``branch``; ``None``
+    when each fits (the set fails as a whole)."""
     definitions = tool.schema.definitions
     for key, value in pairs:
         frames = member_frames(branch, key) or []
         try:
             read = read_value(value, frames, tool, key, python_literals)
         except (CallRejected, IndexError) as exc:
-            return str(exc) if isinstance(exc, CallRejected) else None
+            return exc if isinstance(exc, CallRejected) else None
         misfit = next((f for f in frames if not frame_accepts(f, read, definitions)), None)
         if misfit is not None:
-            types = json_types(misfit, definitions)
-            expected = " or ".join(sorted(types)) if types != set(json_types(FreeFrame())) else "value"
-            shown = json.dumps(read, ensure_ascii=False)
-            return f"parameter {key!r} is not a valid {expected}: {shown[:80]}"
+            return CallRejected.of(explain(misfit, read, definitions, [key]), f"parameter {key!r} does not fit its schema")
     return None
 
 
@@ -357,8 +407,12 @@ def read_raw(text: str, frame: Frame, tool: NormalizedTool, key: str, python_lit
         return reading[0]
     if "string" in types and frame_accepts(frame, text, definitions):
         return text
-    expected = " or ".join(sorted(types - {"string"})) if types != set(json_types(FreeFrame())) else "a value"
-    raise CallRejected(f"parameter {key!r} is not a valid {expected}: {text[:80]!r}")
+    # Said of the value the model meant: the reading, where its type is one
+    # the parameter takes (or the only one it may be), else the text.
+    meant = text
+    if reading is not _NO_READING and ("string" not in types or json_type(reading[0]) in types):
+        meant = reading[0]
+    raise CallRejected.of(explain(frame, meant, definitions, [key]), f"parameter {key!r} does not fit its schema")
 
 
 _NO_READING: Any = object()
@@ -436,8 +490,12 @@ def validate(tool: NormalizedTool, arguments: dict[str, Any]) -> None:
     except Exception as exc:  # a reference the validator cannot follow, a bad pattern
         raise CallRejected(f"the schema of {tool.name!r} cannot be validated: {exc}") from None
     if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path)
-        raise CallRejected(f"schema validation failed at /{where}: {error.message}")
+        failed = explain_error(error)
+        raise CallRejected(failed.message, failed.pointer, failed.keyword)
+
+
+def _no_parameter(tool: NormalizedTool, key: str) -> CallRejected:
+    return CallRejected(f"{tool.name!r} has no parameter {key!r}", json_pointer([key]), "additionalProperties")
 
 
 def _new_salt() -> str:

@@ -13,15 +13,21 @@ as the frames match them, in linear time where RE2 can say the pattern
 ``multipleOf`` is exact, on the numbers as written; formats are checked
 as the constraint enforces them, plus what no pattern can say
 (:data:`~constrained.schema.formats.FORMAT_CHECKS`).
+
+A failure is said in one line, as :class:`Failure`: the JSON Pointer of
+the value, the keyword and its bound (:func:`explain_error`; the frames'
+own check says its failures the same way).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import math
 import threading
 from typing import Any
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 import jsonschema
@@ -156,3 +162,142 @@ def _multiple_of(validator: Any, step: Any, instance: Any, schema: Any) -> Itera
         return
     if (isinstance(instance, float) and not math.isfinite(instance)) or (exact(instance) / exact(step)).denominator != 1:
         yield ValidationError(f"{instance!r} is not a multiple of {step}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Where and why a value fails its schema: ``pointer`` (RFC 6901, from
+    the arguments object: ``/items/0/qty``), the JSON Schema ``keyword`` that
+    fails, and a one-line ``message`` naming both, the value and the bound,
+    so that whoever reads a rejection (a model asked to retry, a person)
+    knows what to fix."""
+
+    pointer: str
+    keyword: str
+    message: str
+
+
+SHOWN_CHARS = 80
+"""How much of a value a message shows, as JSON: enough to recognize it."""
+_ENUM_SHOWN = 6
+
+
+def json_pointer(path: Iterable[str | int]) -> str:
+    """The RFC 6901 pointer of ``path`` (``~`` and ``/`` escaped)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``value`` as one line of JSON, cut to about ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def failure(path: Iterable[str | int], keyword: str, value: Any, bound: Any) -> Failure:
+    """The :class:`Failure` of ``value`` at ``path`` under ``keyword``.
+    ``bound`` is what the message names: the keyword's value, except for
+    ``required`` and ``additionalProperties`` (the key missing or not
+    allowed) and ``items`` (how many items are allowed)."""
+    pointer = json_pointer(path)
+    return Failure(pointer, keyword, f"{_written(pointer)}: {shown(value)} {_phrase(keyword, bound)}")
+
+
+def _written(pointer: str) -> str:
+    """``pointer`` as a message shows it: ``/`` for the whole arguments, a
+    character that would break the line (a key may hold one) escaped as in JSON."""
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in pointer) or "/"
+
+
+_ARTICLES = {"null": "null", "boolean": "a boolean", "integer": "an integer", "number": "a number",
+             "string": "a string", "array": "an array", "object": "an object"}
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _not_of_type(types: Any) -> str:
+    names = {types} if isinstance(types, str) else set(types)
+    if "number" in names:
+        names.discard("integer")  # an integer is a number
+    order = [name for name in _ARTICLES if name in names and name != "null"] + ["null"] * ("null" in names)
+    return "is not " + _either([_ARTICLES[name] for name in order] + sorted(names - set(_ARTICLES)))
+
+
+def _not_one_of(values: Any) -> str:
+    values = list(values)
+    listed: list[str] = []
+    size = 0
+    for value in values[:_ENUM_SHOWN]:
+        text = shown(value, SHOWN_CHARS // 2)
+        if listed and size + len(text) > SHOWN_CHARS:
+            break
+        listed.append(text)
+        size += len(text) + 2
+    rest = f", ... ({len(values)} in all)" if len(listed) < len(values) else ""
+    return f"is not one of {', '.join(listed)}{rest}"
+
+
+_SAID = {
+    "const": "is not {}",
+    "minimum": "is less than the minimum {}",
+    "maximum": "is greater than the maximum {}",
+    "exclusiveMinimum": "is not greater than the exclusive minimum {}",
+    "exclusiveMaximum": "is not less than the exclusive maximum {}",
+    "multipleOf": "is not a multiple of {}",
+    "minLength": "is shorter than the minimum length {}",
+    "maxLength": "is longer than the maximum length {}",
+    "pattern": "does not match the pattern '{}'",
+    "format": "does not match the format '{}'",
+    "minItems": "has fewer than the minimum {} items",
+    "maxItems": "has more than the maximum {} items",
+    "items": "has more items than the {} allowed",
+    "uniqueItems": "has repeated items (uniqueItems)",
+    "minProperties": "has fewer than the minimum {} properties",
+    "maxProperties": "has more than the maximum {} properties",
+    "required": "lacks the required property {}",
+    "additionalProperties": "has the property {}, which is not allowed (additionalProperties)",
+    "anyOf": "matches none of the {} options",
+}
+"""What a value that fails each keyword does, its bound in place of ``{}``."""
+_AS_WRITTEN = {"pattern", "format"}
+"""Keywords whose bound a message shows as written, not as JSON (a
+pattern's backslashes stay single)."""
+_PHRASES = {"type", "enum", *_SAID}
+
+
+def _phrase(keyword: str, bound: Any) -> str:
+    if keyword == "type":
+        return _not_of_type(bound)
+    if keyword == "enum":
+        return _not_one_of(bound)
+    return _SAID[keyword].format(bound if keyword in _AS_WRITTEN else shown(bound))
+
+
+def explain_error(error: ValidationError) -> Failure:
+    """``error`` (from :func:`validator_for`'s validation) as a
+    :class:`Failure`, said as the frames' failures are (a keyword this
+    module has no phrase for keeps ``jsonschema``'s message)."""
+    keyword = "false" if error.validator is None else str(error.validator)  # None: a `false` schema
+    bound, instance = error.validator_value, error.instance
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if keyword in ("minimum", "maximum") and schema.get("exclusive" + keyword.title()) is True:
+        keyword = "exclusive" + keyword.title()  # draft 4's boolean form
+    elif keyword == "required" and isinstance(instance, dict) and isinstance(bound, list):
+        bound = next((key for key in bound if key not in instance), bound)
+    elif keyword == "additionalProperties" and isinstance(instance, dict):
+        declared, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+        bound = next((k for k in instance if k not in declared and not any(pattern_matches(p, k) for p in patterns)), "")
+    elif keyword in ("items", "additionalItems") and bound is False:
+        keyword, bound = "items", len(schema.get("prefixItems" if keyword == "items" else "items", ()))
+    elif keyword == "anyOf" and isinstance(bound, list):
+        bound = len(bound)
+    if keyword in _PHRASES:
+        return failure(error.absolute_path, keyword, instance, bound)
+    pointer = json_pointer(error.absolute_path)
+    said = " ".join(error.message.split())
+    said = said if len(said) <= 2 * SHOWN_CHARS else said[: 2 * SHOWN_CHARS - 3] + "..."
+    return Failure(pointer, keyword, f"{_written(pointer)}: {said}")
