@@ -2,7 +2,8 @@
 accelerate, nor the Gemma model package) everything but generation works.
 
 Each test runs a script in a subprocess whose import system refuses those
-packages (a meta-path finder that raises ImportError), so it holds in the
+packages (a meta-path finder that raises ModuleNotFoundError, as importing
+a package that is not installed does), so it holds in the
 normal suite, where the extras are installed; CI also runs this file in a
 virtual environment that has only ``pip install -e '.[test]'``. And the
 caches: every file the package writes goes under ``$CONSTRAINED_CACHE``.
@@ -44,7 +45,7 @@ REFUSED = {REFUSED!r}
 class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in REFUSED:
-            raise ImportError(f"{{name}} is refused (core install)", name=name)
+            raise ModuleNotFoundError(f"No module named {{name!r}} (refused: core install)", name=name)
         return None
 
 
@@ -189,11 +190,95 @@ def test_generation_without_the_extras_names_the_extra(tmp_path: Path) -> None:
     print(refused(lambda: generate(object(), "qwen3", "hi", compiled), "model"))
     print(refused(lambda: ToolCallLogitsProcessor(compiled), "transformers"))
     print(refused(lambda: load_model(engine="llama-cpp"), "llama-cpp"))
+    logits = [[0.0] * compiled.tokenizer.vocab_size]  # what a caller without torch might pass
+    print(refused(lambda: ToolCallConstraint(compiled).mask_logits(logits), "transformers"))
+    print(refused(lambda: ToolCallConstraint(compiled).prepare(logits), "transformers"))
     """
-    done = run_core(script, tmp_path)
+    done = run_core(script.replace("compile_tools, generate", "ToolCallConstraint, compile_tools, generate"), tmp_path)
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("load_model needs the 'model' extra"), lines
     assert lines[2].startswith("generate needs the 'model' extra"), lines
+    assert lines[5] == lines[6] == (
+        "masking logits with ToolCallConstraint needs the 'transformers' extra (torch is not installed): "
+        "pip install 'constrained[transformers]'"
+    ), lines
+
+
+def test_the_constraint_runs_on_numpy_without_torch(tmp_path: Path) -> None:
+    """A loop of one's own on the core install: ToolCallConstraint (its mask
+    cache warmed, as the first one of a tool set warms it), prepare_host,
+    fill_masks, allowed_words and consume, in each dialect whose tokenizer
+    is core. Each step's mask allows the call's next token and forbids
+    others; the row finishes on the end token and then allows only end
+    tokens; the mask cache serves a second call; applying to logits needs
+    torch and says so."""
+    script = """
+    import sys
+
+    import numpy as np
+    from constrained import ToolCallConstraint, compile_tools, render_tool_calls
+    from constrained.errors import ConstraintError, MissingExtraError
+    from constrained.runtime.constraint import fill_masks_together, warm_mask_cache
+
+    tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}, "unit": {"enum": ["c", "f"]}},
+        "required": ["city", "days"]}}]
+    call = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3, "unit": "c"}}]
+
+    def allowed(words, token):
+        return bool((int(words[token // 32]) >> (token % 32)) & 1)
+
+    for dialect in ("hermes", "qwen3_coder", "glm45", "glm47"):
+        compiled = compile_tools(tools, dialect, "qwen3", tool_choice="required", reasoning=False)
+        tok = compiled.tokenizer
+        warm_mask_cache(compiled)
+        text = render_tool_calls(call, tools, dialect)
+        tokens = tok.encode(text)
+        for attempt in range(2):  # the second call's masks come from the cache the first one left
+            constraint = ToolCallConstraint(compiled)
+            constraint.prepare_host()
+            for step, token in enumerate(tokens):
+                constraint.fill_masks()
+                words = constraint.allowed_words(0)
+                assert words.dtype == np.uint32 and words.shape == ((tok.vocab_size + 31) // 32,)
+                assert allowed(words, token), (dialect, step, tok.decode([token]))
+                assert 0 < int(np.unpackbits(words.view(np.uint8)).sum()) < tok.vocab_size, (dialect, step)
+                if step == 0:
+                    assert not allowed(words, tok.encode("Hello")[0]), dialect  # required: no content first
+                constraint.consume([token])
+            constraint.fill_masks()  # after the call: the turn's end (and, here, another call)
+            ends = [t for t in tok.eos_token_ids if allowed(constraint.allowed_words(0), t)]
+            assert ends and not constraint.all_finished, (dialect, ends)
+            constraint.consume(ends[:1])
+            assert constraint.all_finished and not constraint.events, (dialect, constraint.events)
+            constraint.fill_masks()
+            words = constraint.allowed_words(0)
+            ends = [t for t in range(tok.vocab_size) if allowed(words, t)]
+            assert ends and set(ends) <= set(tok.eos_token_ids), (dialect, ends)
+        assert constraint.cached_rows > 0, dialect
+
+        rows = [ToolCallConstraint(compiled) for _ in range(2)]
+        for row in rows:
+            row.prepare_host()
+        fill_masks_together(rows)
+        assert all(allowed(row.allowed_words(0), tokens[0]) for row in rows), dialect
+
+        try:
+            constraint.apply(np.zeros((1, tok.vocab_size), dtype=np.float32))
+        except ConstraintError as e:
+            assert "prepare_host" in str(e), str(e)
+        else:
+            raise AssertionError("apply() on host-only buffers did not refuse")
+        try:
+            ToolCallConstraint(compiled).mask_logits(np.zeros((1, tok.vocab_size), dtype=np.float32))
+        except MissingExtraError as e:
+            assert e.extra == "transformers" and e.name == "torch", (e.extra, e.name)
+        else:
+            raise AssertionError("mask_logits() without torch did not raise MissingExtraError")
+    assert "torch" not in sys.modules
+    print("ok")
+    """
+    assert run_core(script, tmp_path).stdout.strip().endswith("ok")
 
 
 def test_the_llama_cpp_processor_needs_no_torch(tmp_path: Path) -> None:

@@ -22,8 +22,16 @@ root, in a subprocess:
   passes its flags to SGLang's own argument parser). The rest of the
   command runs.
 - A block whose info string holds ``notest`` is not run; the page says
-  why (the notes on third-party APIs in docs/llguidance-notes.md).
+  why (the notes on third-party APIs in docs/llguidance-notes.md, a client
+  of a running vLLM server in docs/vllm.md). A ``python notest`` block is
+  still compiled, so it is at least valid Python (except in the notes,
+  which list signatures).
   Output blocks (``json``, ``text``, no language) are never run.
+- A ``python`` block that runs the model's forward pass itself (a decoding
+  loop of one's own: it calls ``mask_logits``) runs with
+  ``-W error::FutureWarning`` and must write no deprecation notice: what a
+  reader copies must not lean on an argument transformers deprecated (its
+  forward's ``past_key_values``, renamed ``cache`` in transformers 5.24).
 
 Blocks that load the embedded model run too; the model is converted once
 and cached, so only the first load is slow.
@@ -58,6 +66,8 @@ SKIPPED_STEP = re.compile(
     re.VERBOSE,
 )
 TIMEOUT_S = 240
+OWN_LOOP = "mask_logits("
+STRICT_WARNINGS = ("-W", "error::FutureWarning")
 
 
 def code_blocks(path: Path) -> list[tuple[int, str, set[str], str]]:
@@ -115,6 +125,12 @@ def shell_script(code: str) -> str:
     return "\n".join(kept) + "\n"
 
 
+def python_flags(code: str) -> tuple[str, ...]:
+    """The interpreter's flags for a ``python`` block: FutureWarning is an
+    error in a decoding loop of one's own."""
+    return STRICT_WARNINGS if OWN_LOOP in code else ()
+
+
 def run_block(lang: str, code: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
     bin_dir = str(Path(sys.executable).parent)
@@ -124,7 +140,8 @@ def run_block(lang: str, code: str) -> subprocess.CompletedProcess[str]:
             script = Path(tmp) / "block.py"
             script.write_text(code, encoding="utf-8")
             return subprocess.run(
-                [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+                [sys.executable, *python_flags(code), str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
+                timeout=TIMEOUT_S,
             )
         (Path(tmp) / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
         return subprocess.run(
@@ -153,6 +170,36 @@ def test_code_block_runs_as_shown(block_id: str, lang: str, code: str) -> None:
         f"{block_id} ({lang}) exited {done.returncode}\n--- code ---\n{code}"
         f"--- stdout ---\n{done.stdout[-4000:]}\n--- stderr ---\n{done.stderr[-4000:]}"
     )
+    if lang == "python" and python_flags(code):
+        # transformers also says some deprecations through its logger, which -W does not reach
+        assert "deprecated" not in done.stderr.lower(), f"{block_id} wrote a deprecation notice:\n{done.stderr[-4000:]}"
+
+
+def test_own_loops_run_with_future_warnings_as_errors() -> None:
+    """The README's and docs/generation.md's decoding loops are the blocks
+    held to no FutureWarning; the flag does turn one into a failure."""
+    strict = [block_id for block_id, lang, code in BLOCKS if lang == "python" and python_flags(code)]
+    assert {i.split(":")[0] for i in strict} == {"README.md", "docs/generation.md"}, strict
+    done = run_block("python", f"import warnings\nwarnings.warn('old', FutureWarning)  # {OWN_LOOP}\n")
+    assert done.returncode != 0 and "FutureWarning: old" in done.stderr, done.stderr
+
+
+def test_blocks_not_run_are_valid_python() -> None:
+    """``python notest`` blocks (a client of a running server, llama.cpp's
+    API) compile, and the vLLM client request is one of them. The notes on
+    third-party APIs list signatures, not programs."""
+    skipped = {
+        f"{path.relative_to(ROOT).as_posix()}:{line}": code
+        for path in DOC_FILES
+        if path.name != "llguidance-notes.md"
+        for line, lang, flags, code in code_blocks(path)
+        if lang == "python" and "notest" in flags
+    }
+    for block_id, code in skipped.items():
+        compile(code, block_id, "exec")
+    clients = [i for i, code in skipped.items() if i.startswith("docs/vllm.md:") and "chat.completions.create(" in code]
+    assert len(clients) == 1, sorted(skipped)
+    assert all(word in skipped[clients[0]] for word in ("tools=", "tool_choice=", ".tool_calls")), clients
 
 
 def test_skip_rule() -> None:

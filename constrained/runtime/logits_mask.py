@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ConstraintError
+from ..errors import TRANSFORMERS_EXTRA, ConstraintError, MissingExtraError
 from .mask_kernel import apply_packed_bits, triton_available
 
 if TYPE_CHECKING:
@@ -64,7 +64,10 @@ class MaskBuffers:
         """Buffers for ``batch`` rows of ``words`` mask words over ``tok``,
         shaped after ``logits``. ``kernel``: apply with the Triton kernel
         (default: on a GPU where Triton is installed and the logits' rows
-        are contiguous); it is compiled here, before any graph capture."""
+        are contiguous); it is compiled here, before any graph capture.
+        Without torch it raises :class:`~constrained.errors.MissingExtraError`
+        naming the extra (:meth:`host_only` needs none)."""
+        MissingExtraError.require("masking logits with ToolCallConstraint", TRANSFORMERS_EXTRA, "torch")
         import torch
 
         if logits.dim() != 2 or logits.shape[0] != batch:
@@ -132,6 +135,11 @@ class MaskBuffers:
                    end_words=_end_words(tok, words), cpu=True, nothing=np.zeros(0, dtype=np.int64), shape=None, device=None)
 
     def check(self, logits: torch.Tensor) -> None:
+        if self.shape is None:
+            raise ConstraintError(
+                "this constraint's buffers are the host bitmask alone (prepare_host): read allowed_words(row) "
+                "and apply it yourself, or make a new constraint to mask logits"
+            )
         if self.kernel and logits.stride(1) != 1:
             raise ConstraintError("the logits' rows must be contiguous, as they were when the buffers were made")
         if tuple(logits.shape) != self.shape or logits.device != self.device or logits.dtype != self.dtype:
