@@ -11,6 +11,7 @@ from .compiler import CheckResult, CompiledTools, compile_tools
 from .dialects import DIALECTS, get_dialect
 from .errors import (
     ArgumentError,
+    BudgetError,
     CompileError,
     ConstrainedError,
     ConstraintError,
@@ -45,6 +46,7 @@ __version__ = _version("constrained")
 __all__ = [
     "DIALECTS",
     "ArgumentError",
+    "BudgetError",
     "CheckResult",
     "CompileError",
     "CompileOptions",

@@ -202,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_dialect(generate, "gemma4 for the default model; required for another model")
     _add_flags(generate, CompileOptions)
-    generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget (default: %(default)s)")
+    generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget, within which a call closes (default: %(default)s)")
+    generate.add_argument("--no-close-within-budget", action="store_true", help="let a call be cut off at the budget instead")
     generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     generate.add_argument("--temperature", type=float, default=1.0, help="with --sample (default: %(default)s)")
     generate.add_argument("--top-k", type=int, default=0, help="with --sample: keep the K likeliest, 0 keeps all (default: %(default)s)")
@@ -458,10 +459,10 @@ def _read_back(index: int, call: dict[str, Any], tools: Any, dialect: str) -> li
 
 def _generate(args: argparse.Namespace) -> int:
     from .runtime.generate import generate
-    from .runtime.models import DEFAULT_MODEL, converted_default_model, load_model
+    from .runtime.models import DEFAULT_MODEL, converted_default_model, load_model, quiet_loading
 
     if args.quiet:
-        _quiet_loading()
+        quiet_loading(args.engine)
     elif args.engine == "transformers" and args.model == DEFAULT_MODEL and converted_default_model() is None:
         print("constrained: converting the default model once (about 40 s); it is cached after", file=sys.stderr)
     loaded = load_model(args.model, dialect=args.dialect, engine=args.engine)
@@ -485,22 +486,13 @@ def _generate(args: argparse.Namespace) -> int:
         constrain=not args.unconstrained,
         chat_tokenizer=loaded.chat_tokenizer,
         engine=loaded.engine,
+        close_within_budget=not args.no_close_within_budget,
     )
     assert not isinstance(result, list)
     _print_json({**result.to_json(), "text": result.text, "model": loaded.name, "dialect": loaded.dialect})
     if options.tool_choice == "auto" and not result.tool_calls and not result.errors:
         _say("the model answered without a tool call, as --tool-choice auto lets it; --tool-choice required makes it call one", "note")
     return EXIT_REJECTED if result.errors else EXIT_OK
-
-
-def _quiet_loading() -> None:
-    """Turn off transformers' loading bar and notices (llama.cpp's are off already)."""
-    try:
-        from transformers.utils import logging as transformers_logging
-    except ImportError:
-        return
-    transformers_logging.disable_progress_bar()
-    transformers_logging.set_verbosity_error()
 
 
 def _fuzz(args: argparse.Namespace) -> int:

@@ -12,7 +12,8 @@ was wrong, where, and why.
     ├── CompileError (ValueError)          the tool set cannot be compiled
     │   └── OptionError                       an option's value (also an ArgumentError)
     ├── ArgumentError (ValueError)         an argument's value
-    │   └── OptionError
+    │   ├── OptionError
+    │   └── BudgetError                       a token budget no complete output fits
     ├── StreamClosedError (ValueError)     ``feed()`` after ``close()``
     ├── TokenizerError (ValueError)        a tokenizer that cannot be loaded or used
     ├── MissingExtraError (ImportError)    an optional extra is not installed
@@ -95,6 +96,18 @@ class ArgumentError(ConstrainedError, ValueError):
     def __init__(self, message: str, *, argument: str | None = None) -> None:
         self.argument = argument
         super().__init__(message)
+
+
+class BudgetError(ArgumentError):
+    """A token budget too small for any complete output: the shortest the
+    tools and the ``tool_choice`` allow needs ``needed`` tokens (``None``:
+    more than any budget). Raised before anything is generated, by a
+    constraint given a budget (:class:`~constrained.ToolCallConstraint`,
+    ``generate``'s ``max_new_tokens``)."""
+
+    def __init__(self, message: str, *, needed: int | None) -> None:
+        self.needed = needed
+        super().__init__(message, argument="budget")
 
 
 class StreamClosedError(ConstrainedError, ValueError):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts, warm_mask_cache
+from .runtime.budget import require_budget
 from .runtime.frame_tracker import prepare_tables
 from .errors import TRANSFORMERS_EXTRA, GenerationError, MissingExtraError
 
@@ -38,6 +39,8 @@ class ToolCallLogitsProcessor:
     it sees a new prompt (call :meth:`reset` to be explicit). Its
     :attr:`constraint` holds the rows' states and violation events. ``enabled=False`` returns the scores untouched and
     consumes nothing, so generation is exactly what it is without it.
+    ``budget``: pass the same ``max_new_tokens`` as to ``generate`` and
+    every call closes within it (:class:`~constrained.ToolCallConstraint`).
     """
 
     def __init__(
@@ -46,10 +49,14 @@ class ToolCallLogitsProcessor:
         *,
         enabled: bool = True,
         on_violation: OnViolation = "unconstrained",
+        budget: int | None = None,
     ) -> None:
         MissingExtraError.require("ToolCallLogitsProcessor", TRANSFORMERS_EXTRA, "torch")
         self.compiled = compiled
         self.enabled = enabled
+        self.budget = budget
+        if budget is not None:
+            require_budget(compiled, budget)
         self.on_violation: OnViolation = on_violation
         self.constraint: ToolCallConstraint | None = None
         self._length = 0  # tokens per row (prompt included) the constraint has seen
@@ -109,7 +116,7 @@ class ToolCallLogitsProcessor:
         batch, length = input_ids.shape
         tails = [self.compiled.tokenizer.decode(tail) for tail in input_ids[:, -PROMPT_TAIL:].tolist()]
         compiled = compiled_for_prompts(self.compiled, tails)
-        self.constraint = ToolCallConstraint(compiled, batch, on_violation=self.on_violation)
+        self.constraint = ToolCallConstraint(compiled, batch, on_violation=self.on_violation, budget=self.budget)
         self._length = self._prompt_length = length
         self._prompt_end = input_ids[:, -1].tolist()
         self._last = []

@@ -5,11 +5,12 @@ checked in milliseconds. The real model is in ``test_generation.py``."""
 from __future__ import annotations
 
 import functools
+import json
 
 import pytest
 import torch
 
-from constrained import compile_tools, load_tokenizer
+from constrained import BudgetError, compile_tools, load_tokenizer
 from constrained.runtime.generate import generate
 from constrained.compiler import CompiledTools
 from constrained.tokenizers import Tokenizer
@@ -50,12 +51,35 @@ class ScriptedModel(StandInModel):
 
 def test_a_row_out_of_budget_stops_cleanly_while_others_finish() -> None:
     model = ScriptedModel()
-    long_row, short_row = generate(model, tok(), ["write long", "write short"], compiled(), max_new_tokens=20)  # type: ignore[misc]
+    long_row, short_row = generate(model, tok(), ["write long", "write short"], compiled(),  # type: ignore[misc]
+                                   max_new_tokens=20, close_within_budget=False)
     assert short_row.finished and short_row.tool_calls and short_row.errors == []
     assert short_row.tool_calls[0]["function"]["arguments"] == '{"text": "xx"}'
-    assert not long_row.finished and len(long_row.token_ids) == 20
+    assert not long_row.finished and len(long_row.token_ids) == 20 and long_row.finish_reason == "length"
     assert long_row.events == [] and short_row.events == []  # no padding fed to a live row
     assert [e.reason for e in long_row.errors] and not long_row.tool_calls  # cut off: no call
+
+
+def test_a_runaway_row_closes_its_call_in_the_last_tokens_of_its_budget() -> None:
+    model = ScriptedModel()
+    long_row, short_row = generate(model, tok(), ["write long", "write short"], compiled(), max_new_tokens=20)  # type: ignore[misc]
+    assert short_row.tool_calls[0]["function"]["arguments"] == '{"text": "xx"}'  # untouched: it closed by itself
+    assert not short_row.closed_by_budget and short_row.finish_reason == "tool_calls"
+    assert long_row.errors == [] and long_row.events == [] and len(long_row.token_ids) <= 20
+    text = json.loads(long_row.tool_calls[0]["function"]["arguments"])["text"]
+    closing = len(tok().encode('<|"|>}<tool_call|>'))
+    assert text == "x" * (20 - len(tok().encode('<|tool_call>call:note{text:<|"|>')) - closing)  # every token it could write
+    assert long_row.closed_by_budget and long_row.finish_reason == "length"
+
+
+def test_a_budget_no_call_fits_is_refused_before_the_model_runs() -> None:
+    model = ScriptedModel()
+    needed = len(tok().encode('<|tool_call>call:note{text:<|"|><|"|>}<tool_call|>'))
+    with pytest.raises(BudgetError, match=f"a budget of 5 tokens cannot hold a complete output.*needs {needed} tokens"):
+        generate(model, tok(), "write long", compiled(), max_new_tokens=5)
+    assert model.fed == []
+    result = generate(model, tok(), "write long", compiled(), max_new_tokens=5, close_within_budget=False)
+    assert not isinstance(result, list) and len(result.token_ids) == 5 and result.finish_reason == "length"
 
 
 def test_fast_forward_feeds_forced_tokens_with_the_prompt_and_after_the_string() -> None:

@@ -4,6 +4,10 @@ the next scores, once per token). ``tests_llama_cpp/`` runs it in llama.cpp."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -95,3 +99,28 @@ def test_a_prompt_that_opened_reasoning_starts_the_constraint_inside_it():
     processor(np.array(TOK.encode("<|im_start|>assistant\n<think>\n"), dtype=np.intc), scores)
     assert processor.constraint is not None and processor.constraint.compiled.reasoning == "open"
     assert np.isfinite(scores[TOK.token_id("</think>")])
+
+
+def test_the_processor_never_imports_torch():
+    """The llama.cpp path masks numpy scores: torch, installed beside it
+    here, is not imported (it costs about 2 s of a command-line run), not
+    even through a raw-text value's precomputed rows or the cache warm-up."""
+    script = """
+import sys
+import numpy as np
+from constrained import compile_tools, load_tokenizer, render_tool_calls
+from constrained.runtime.llama import ToolCallLogitsProcessor
+from sample_tools import WEATHER
+tok = load_tokenizer("gemma4")
+compiled = compile_tools([WEATHER], "gemma4", tok, tool_choice="required")
+text = render_tool_calls([{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}], [WEATHER], "gemma4")
+processor = ToolCallLogitsProcessor(compiled, budget=64)
+ids = [2]
+for token in tok.encode(text):
+    processor(np.array(ids), np.zeros(tok.vocab_size, dtype=np.single))
+    ids.append(token)
+assert "torch" not in sys.modules, "torch was imported"
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).parent, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

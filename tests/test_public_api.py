@@ -21,7 +21,7 @@ PUBLIC = {
     # the transformers hook
     "ToolCallLogitsProcessor", "ToolCallStoppingCriteria",
     # errors
-    "ConstrainedError", "ArgumentError", "CompileError", "ConstraintError", "GenerationError", "OptionError",
+    "ConstrainedError", "ArgumentError", "BudgetError", "CompileError", "ConstraintError", "GenerationError", "OptionError",
     "SchemaError", "SchemaLimitError", "SchemaWarning", "StreamClosedError", "ToolDefinitionError",
     "UnknownDialectError", "UnsatisfiableSchemaError", "TokenizerError", "MissingExtraError",
     "__version__",

@@ -64,11 +64,14 @@ def request_states() -> Any:
     )
 
 
-def params(*tools: dict[str, Any], choice: str = "required", reasoning: Reasoning = True) -> SamplingParams:
+def params(*tools: dict[str, Any], choice: str = "required", reasoning: Reasoning = True,
+           max_tokens: int = 4096) -> SamplingParams:
+    """A request's sampling parameters; by default a budget far past these
+    short outputs, so the masks are the grammar's alone."""
     if not tools:
-        return SamplingParams(max_tokens=64)
+        return SamplingParams(max_tokens=max_tokens)
     described = ToolsRequest("qwen3_coder", list(tools), tool_choice=choice, reasoning=reasoning)
-    return SamplingParams(max_tokens=64, extra_args={EXTRA_ARGS_KEY: described.to_json()})
+    return SamplingParams(max_tokens=max_tokens, extra_args={EXTRA_ARGS_KEY: described.to_json()})
 
 
 def call_tokens(spec: dict[str, Any]) -> list[int]:

@@ -9,6 +9,9 @@ import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
 from vllm.v1.sample.logits_processor import _load_logitsprocs_by_fqcns as load_v1
 
+from constrained import parse_tool_calls
+from constrained.runtime.budget import closing_search
+from constrained.runtime.engine import ToolsRequest
 from constrained.vllm import ToolCallLogitsProcessor
 
 from batches import ADD, NAME, WEATHER, call_tokens, config, params, reference, tok
@@ -50,3 +53,25 @@ def test_v1_rows_follow_adds_moves_and_removals():
     before = logits.clone()
     processor.apply(logits)
     assert torch.equal(logits[where["w"]], before[where["w"]])
+
+
+def test_v1_a_request_closes_its_call_within_max_tokens():
+    """A request's ``max_tokens`` is its constraint's budget: a row that
+    samples at random (it never closes a value by itself) still ends with
+    a complete call in at most that many tokens."""
+    processor = ToolCallLogitsProcessor(config(), torch.device("cpu"), False)
+    compiled = ToolsRequest("qwen3_coder", [WEATHER], tool_choice="required").compile(tok())
+    shortest = closing_search(compiled).start()[0]
+    assert shortest is not None
+    budget = len(shortest) + 6
+    output: list[int] = []
+    processor.update_state(BatchUpdate(1, [], [(0, params(WEATHER, max_tokens=budget), None, output)], []))
+    generator = torch.Generator().manual_seed(3)
+    ends = set(tok().eos_token_ids)
+    while len(output) < budget and not (output and output[-1] in ends):
+        processor.update_state(None)
+        logits = torch.randn(1, tok().vocab_size, generator=generator)
+        processor.apply(logits)
+        output.append(int(logits[0].argmax()))
+    parsed = parse_tool_calls(tok().decode([t for t in output if t not in ends]), [WEATHER], "qwen3_coder")
+    assert parsed.errors == [] and [c["function"]["name"] for c in parsed.tool_calls] == [WEATHER["function"]["name"]]

@@ -32,6 +32,7 @@ import numpy as np
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..errors import ArgumentError, ConstraintError, GenerationError
+from .budget import CallBudget
 from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
 from .text_masks import ALL_ALLOWED
@@ -138,6 +139,14 @@ class ToolCallConstraint:
     for the row: a mask the cache does not hold, forced tokens, a token
     without this step's mask, a rollback. A call the cache knows end to end
     never feeds llguidance at all.
+
+    ``budget`` (one for every row, or one per row) is the most tokens a row
+    may take: a call then always closes within it. As the budget runs out,
+    only what completes the output validly in the tokens left is allowed
+    (:mod:`.budget`): the open value closed, the required keys filled with
+    short valid values, the call closed; :meth:`closed_by_budget` says
+    where that cut a row short. A budget no complete output fits raises
+    :class:`~constrained.errors.BudgetError` here.
     """
 
     def __init__(
@@ -148,6 +157,7 @@ class ToolCallConstraint:
         on_violation: OnViolation = "unconstrained",
         num_threads: int | None = None,
         cache_masks: bool = True,
+        budget: int | Sequence[int] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ArgumentError(f"batch_size must be at least 1, got {batch_size}", argument="batch_size")
@@ -218,6 +228,7 @@ class ToolCallConstraint:
         self._buffers: MaskBuffers | None = None
         if self._cache is not None and self._cache.claim_warm_up():
             _warm(compiled)
+        self._budget = _call_budget(compiled, batch_size, budget)
 
     # -- state -------------------------------------------------------------
 
@@ -229,6 +240,11 @@ class ToolCallConstraint:
         violation stopped it."""
         state = self._states[row]
         return state is not _ACTIVE and state is not _RELEASED  # identity: an Enum's hash runs Python code
+
+    def closed_by_budget(self, row: int) -> bool:
+        """Whether ``row``'s budget ran short and the constraint allowed only
+        the tokens that close its output (a value may be cut short)."""
+        return self._budget is not None and self._budget.closed[row]
 
     @property
     def finished(self) -> list[bool]:
@@ -399,6 +415,8 @@ class ToolCallConstraint:
                 forced.clear()
         if self._accepts(row, token):
             self._consumed[row] += 1
+            if self._budget is not None:
+                self._budget.fed(row, token)
             if not self._ended[row]:
                 self._advance(row, token)
             if self._ended[row] or self._stopped(row):
@@ -617,6 +635,8 @@ class ToolCallConstraint:
         for r in rows:
             self._masked[r] = False
             self._forced[r] = []
+            if self._budget is not None:
+                self._budget.forget(r)
             held = self._consumed[r] + self._unmatched[r]
             if num_tokens > held:
                 raise ConstraintError(f"sequence {r} holds {held} tokens; cannot roll back {num_tokens}")
@@ -701,6 +721,28 @@ class ToolCallConstraint:
                                                    self.batch_size)
         self._settle(pending)
 
+    def _steer(self) -> None:
+        """Rows near the end of their budget: only what closes within it
+        (:mod:`.budget`)."""
+        assert self._budget is not None
+        words = self._require_buffers().host_words
+        for row, state in enumerate(self._states):
+            if state is _ACTIVE and self._budget.narrow(row, self._consumed[row], words[row],
+                                                        partial(self._caught_up, row)):
+                self._forbidden[row] = self._holding[row] = None
+                self._single[row] = single_token(words[row])
+                if self._states[row] is _RELEASED:  # catching up met a violation
+                    words[row].fill(ALL_ALLOWED)
+                    self._single[row] = None
+                elif self._states[row] is not _ACTIVE:
+                    np.copyto(words[row], self._require_buffers().end_words)
+                    self._single[row] = None
+
+    def _caught_up(self, row: int) -> Any:
+        """The row's matcher, fed every token the row holds."""
+        self._catch_up(row)
+        return self._matchers[row]
+
     def _compute(self, matcher: Any, row: int) -> None:
         """llguidance's mask for ``row`` into the host bitmask (the address
         from torch: numpy's ``ctypes`` costs about 3 us a call)."""
@@ -761,10 +803,16 @@ class ToolCallConstraint:
         return pending
 
     def _settle(self, pending: list[tuple[Any, int, MaskNode | None]]) -> None:
-        """After llguidance filled the ``pending`` rows: keep their masks in
-        the cache, and note the rows that allow one token (CPU apply)."""
-        if not pending:
-            return
+        """After llguidance filled the ``pending`` rows: keep their masks,
+        then narrow the rows near the end of their budget."""
+        if pending:
+            self._keep_computed(pending)
+        if self._budget is not None:
+            self._steer()
+
+    def _keep_computed(self, pending: list[tuple[Any, int, MaskNode | None]]) -> None:
+        """Keep the masks llguidance filled in the cache, and note the rows
+        that allow one token (CPU apply)."""
         buffers = self._require_buffers()
         cpu = buffers.cpu
         for _, row, node in pending:
@@ -852,6 +900,19 @@ _HEAD_TOOLS = 16
 """Tool sets of at most this many tools also have a call of each tool warmed."""
 _CALL_TOKENS = 256
 """The most tokens of each tool's example call :func:`warm_mask_cache` walks."""
+
+
+def _call_budget(compiled: CompiledTools, batch_size: int, budget: int | Sequence[int] | None) -> CallBudget | None:
+    """The rows' budgets (one for all, or one per row), checked against the
+    shortest complete output before anything is generated."""
+    if budget is None:
+        return None
+    budgets = [budget] * batch_size if isinstance(budget, int) else [int(b) for b in budget]
+    if len(budgets) != batch_size:
+        raise ArgumentError(f"budget needs one value per row ({batch_size}), got {len(budgets)}", argument="budget")
+    call_budget = CallBudget(compiled, budgets)
+    call_budget.start()
+    return call_budget
 
 
 def warm_mask_cache(compiled: CompiledTools) -> None:

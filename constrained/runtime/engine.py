@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from ..dialects.base import Dialect
-from ..errors import ArgumentError, ConstrainedError, OptionError, SchemaLimitError, UnsatisfiableSchemaError
+from ..errors import ArgumentError, BudgetError, ConstrainedError, OptionError, SchemaLimitError, UnsatisfiableSchemaError
 from ..frames.toolset import normalize_tool_set
 from ..options import Reasoning, check_reasoning
 from ..tokenizers import Tokenizer
@@ -201,10 +201,12 @@ class _Row:
     """One request's constraint (made once its compile is done) and the live
     list of its sampled tokens."""
 
-    def __init__(self, compiled: Compiled, output_ids: Sequence[int], on_violation: OnViolation) -> None:
+    def __init__(self, compiled: Compiled, output_ids: Sequence[int], on_violation: OnViolation,
+                 budget: int | None) -> None:
         self.compiled = compiled
         self.output_ids = output_ids
         self.on_violation: OnViolation = on_violation
+        self.budget = budget
         self.fed = 0
         self._constraint: ToolCallConstraint | None = None
 
@@ -216,7 +218,11 @@ class _Row:
             if compiled is None:
                 return None
             self.compiled = compiled
-            self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation)
+            try:
+                self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation, budget=self.budget)
+            except BudgetError as e:
+                logger.warning("a request's calls may be cut off at its token budget: %s", e)
+                self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation)
         return self._constraint
 
     def catch_up(self, constraint: ToolCallConstraint) -> None:
@@ -257,13 +263,15 @@ class EngineRows:
         """What :meth:`add` was given for the request at ``index``."""
         return self._rows[index].compiled
 
-    def add(self, index: int, compiled: Compiled, output_ids: Sequence[int]) -> None:
+    def add(self, index: int, compiled: Compiled, output_ids: Sequence[int], budget: int | None = None) -> None:
         """Constrain the request now at ``index``; ``output_ids`` is its
         growing list of sampled tokens (already sampled ones are fed at the
         next :meth:`apply`, as after a preemption). ``compiled`` may be a
         compile still running (:meth:`ToolsRequest.compile_in_background`):
-        the first :meth:`apply` that masks the row waits for it."""
-        self._rows[index] = _Row(compiled, output_ids, self.on_violation)
+        the first :meth:`apply` that masks the row waits for it. ``budget``:
+        the request's most output tokens, within which its calls then
+        close (a budget no complete call fits is logged and not kept)."""
+        self._rows[index] = _Row(compiled, output_ids, self.on_violation, budget)
 
     def remove(self, index: int) -> None:
         """The request at ``index`` left, or the one there now has no tools."""

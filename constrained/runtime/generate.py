@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Sequence
 
 from ..compiler import CompiledTools, compile_tools
+from .budget import require_budget
 from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
@@ -66,6 +67,18 @@ class GenerationResult:
     than running out of ``max_new_tokens``."""
     events: list[ConstraintEvent] = field(default_factory=list)
     stats: GenerationStats | None = None
+    closed_by_budget: bool = False
+    """The budget ran short and the constraint allowed only what closes the
+    call in the tokens left: the call is complete, a value may be cut short."""
+
+    @property
+    def finish_reason(self) -> str:
+        """As OpenAI says it: ``"length"`` when the budget ended the output
+        (cut, or closed by the constraint), else ``"tool_calls"`` when
+        there are calls, else ``"stop"``."""
+        if self.closed_by_budget or not self.finished:
+            return "length"
+        return "tool_calls" if self.tool_calls else "stop"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +87,7 @@ class GenerationResult:
             "errors": [e.to_json() for e in self.errors],
             "reasoning": self.reasoning,
             "finished": self.finished,
+            "finish_reason": self.finish_reason,
             "events": [str(e) for e in self.events],
         }
 
@@ -100,6 +114,7 @@ def generate(
     on_violation: OnViolation = "unconstrained",
     chat_tokenizer: Any = None,
     engine: Engine = "transformers",
+    close_within_budget: bool = True,
 ) -> GenerationResult | list[GenerationResult]:
     """Generate tool calls with ``model``: a transformers causal LM, or,
     with ``engine="llama-cpp"``, a ``llama_cpp.Llama`` (a GGUF model run by
@@ -126,6 +141,13 @@ def generate(
     grammar forces are sampled one by one (the mask allows only them), so
     ``fast_forward`` changes nothing there.
 
+    With ``close_within_budget`` (the default), ``max_new_tokens`` is the
+    constraint's budget: as it runs out, only what completes the open call
+    validly in the tokens left is allowed, so a call always closes (a value
+    may be cut short: :attr:`GenerationResult.finish_reason` is then
+    ``"length"``), and a budget no complete output fits raises
+    :class:`~constrained.errors.BudgetError` before generating.
+
     Without the engine's extra (``model``, ``llama-cpp``) it raises
     :class:`~constrained.errors.MissingExtraError` naming it.
     """
@@ -145,15 +167,19 @@ def generate(
     prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
     texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
     compiled = compiled_for_prompts(compiled, texts)
+    if close_within_budget and constrain:
+        require_budget(compiled, max_new_tokens)
     if engine == "llama-cpp":
         sampling = _llama_sampling(do_sample, temperature, top_k, top_p)
+        budget = max_new_tokens if close_within_budget else None
         results = _generate_with_llama(model, tok, compiled, [tok.encode(t) for t in texts], max_new_tokens, constrain,
-                                       on_violation, sampling, seed)
+                                       on_violation, sampling, seed, budget)
         return results if batch_input else results[0]
     import torch
 
     sampler = _Sampler(do_sample, temperature, top_k, top_p, seed)
-    loop = _Loop(model, tok, compiled, len(texts), constrain, on_violation, sampler, fast_forward)
+    budget = max_new_tokens if close_within_budget and constrain else None
+    loop = _Loop(model, tok, compiled, len(texts), constrain, on_violation, sampler, fast_forward, budget)
     with torch.inference_mode():
         results = loop.run([tok.encode(t) for t in texts], max_new_tokens)
     return results if batch_input else results[0]
@@ -181,7 +207,7 @@ def _llama_sampling(do_sample: bool, temperature: float, top_k: int, top_p: floa
 
 def _generate_with_llama(llm: Any, tok: Tokenizer, compiled: CompiledTools, prompts: list[list[int]],
                          max_new_tokens: int, constrain: bool, on_violation: OnViolation, sampling: dict[str, Any],
-                         seed: int | None) -> list[GenerationResult]:
+                         seed: int | None, budget: int | None) -> list[GenerationResult]:
     """:func:`generate` under llama.cpp (:func:`.llama.generate_with_llama`)."""
     from .llama import generate_with_llama
 
@@ -189,11 +215,12 @@ def _generate_with_llama(llm: Any, tok: Tokenizer, compiled: CompiledTools, prom
         llm.set_seed(seed)
     end_ids = frozenset(tok.eos_token_ids)
     runs = generate_with_llama(llm, compiled, prompts, max_new_tokens=max_new_tokens, sampling=sampling,
-                               constrain=constrain, on_violation=on_violation, end_ids=end_ids)
+                               constrain=constrain, on_violation=on_violation, end_ids=end_ids, budget=budget)
     return [
-        generation_result(tok, compiled, output, end_ids, finished, events,
-                          GenerationStats(len(prompt), len(output), 0, len(output), seconds, prefill))
-        for prompt, (output, finished, events, seconds, prefill) in zip(prompts, runs)
+        generation_result(tok, compiled, run.output, end_ids, run.finished, run.events,
+                          GenerationStats(len(prompt), len(run.output), 0, len(run.output), run.seconds, run.prefill),
+                          run.closed_by_budget)
+        for prompt, run in zip(prompts, runs)
     ]
 
 
@@ -264,10 +291,12 @@ class _Loop:
         on_violation: OnViolation,
         sampler: _Sampler,
         fast_forward: bool,
+        budget: int | None,
     ) -> None:
         self.model, self.tok, self.compiled = model, tok, compiled
         self.batch = batch
-        self.constraint = ToolCallConstraint(compiled, batch, on_violation=on_violation) if constrain else None
+        self.constraint = ToolCallConstraint(compiled, batch, on_violation=on_violation, budget=budget) \
+            if constrain else None
         self.sampler = sampler
         self.fast_forward = fast_forward and constrain
         model_ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -367,11 +396,13 @@ class _Loop:
     def _result(self, row: int, output: list[int], stats: GenerationStats) -> GenerationResult:
         finished = self.constraint is not None and self.constraint.is_finished(row)
         events = [e for e in self.constraint.events if e.row == row] if self.constraint is not None else []
-        return generation_result(self.tok, self.compiled, output, self.end_ids, finished, events, stats)
+        closed = self.constraint is not None and self.constraint.closed_by_budget(row)
+        return generation_result(self.tok, self.compiled, output, self.end_ids, finished, events, stats, closed)
 
 
 def generation_result(tok: Tokenizer, compiled: CompiledTools, output: list[int], end_ids: frozenset[int],
-                      grammar_finished: bool, events: list[ConstraintEvent], stats: GenerationStats) -> GenerationResult:
+                      grammar_finished: bool, events: list[ConstraintEvent], stats: GenerationStats,
+                      closed_by_budget: bool = False) -> GenerationResult:
     """One sequence's output, its final end token dropped, read into calls."""
     body = output[:-1] if output and output[-1] in end_ids else output
     text = tok.decode(body)
@@ -386,4 +417,5 @@ def generation_result(tok: Tokenizer, compiled: CompiledTools, output: list[int]
         finished=len(body) < len(output) or grammar_finished,
         events=events,
         stats=stats,
+        closed_by_budget=closed_by_budget,
     )

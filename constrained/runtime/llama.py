@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..compiler import CompiledTools
 from ..errors import ConstraintError
+from .budget import require_budget
 from .constraint import PROMPT_TAIL, ConstraintEvent, OnViolation, ToolCallConstraint
 
 _FORBIDDEN_BITS = (np.arange(256)[:, None] >> np.arange(8) & 1) == 0
@@ -65,11 +66,17 @@ class ToolCallLogitsProcessor:
 
     The first call reads the prompt's last tokens for reasoning the prompt
     opened (:meth:`CompiledTools.after_prompt`). One processor serves one
-    generation: a new prompt needs a new processor."""
+    generation: a new prompt needs a new processor. ``budget`` (the
+    generation's ``max_tokens``) makes calls close within it, as
+    :class:`ToolCallConstraint`'s does."""
 
-    def __init__(self, compiled: CompiledTools, *, on_violation: OnViolation = "unconstrained") -> None:
+    def __init__(self, compiled: CompiledTools, *, on_violation: OnViolation = "unconstrained",
+                 budget: int | None = None) -> None:
         self.compiled = compiled
         self.on_violation: OnViolation = on_violation
+        self.budget = budget
+        if budget is not None:
+            require_budget(compiled, budget)  # here: llama.cpp would swallow it inside its loop
         self.constraint: ToolCallConstraint | None = None
         self._prompt_length = 0
         self._fed = 0
@@ -102,6 +109,10 @@ class ToolCallLogitsProcessor:
         return self.constraint is not None and self.constraint.is_finished(0)
 
     @property
+    def closed_by_budget(self) -> bool:
+        return self.constraint is not None and self.constraint.closed_by_budget(0)
+
+    @property
     def events(self) -> list[ConstraintEvent]:
         return self.constraint.events if self.constraint is not None else []
 
@@ -109,7 +120,8 @@ class ToolCallLogitsProcessor:
         """The constraint, caught up on the tokens sampled since the last call."""
         if self.constraint is None:
             tail = self.compiled.tokenizer.decode([int(t) for t in input_ids[-PROMPT_TAIL:]])
-            self.constraint = ToolCallConstraint(self.compiled.after_prompt(tail), 1, on_violation=self.on_violation)
+            self.constraint = ToolCallConstraint(self.compiled.after_prompt(tail), 1, on_violation=self.on_violation,
+                                                 budget=self.budget)
             self.constraint.prepare_host()
             self._prompt_length = len(input_ids)
             return self.constraint
@@ -124,6 +136,18 @@ class ToolCallLogitsProcessor:
         return self.constraint
 
 
+class LlamaRun(NamedTuple):
+    """One prompt's run under :func:`generate_with_llama`."""
+
+    output: list[int]
+    finished: bool
+    """The grammar finished the output."""
+    closed_by_budget: bool
+    events: list[ConstraintEvent]
+    seconds: float
+    prefill: float
+
+
 def generate_with_llama(
     llm: Any,
     compiled: CompiledTools,
@@ -134,15 +158,15 @@ def generate_with_llama(
     constrain: bool,
     on_violation: OnViolation,
     end_ids: frozenset[int],
-) -> list[tuple[list[int], bool, list[ConstraintEvent], float, float]]:
-    """Each prompt's output tokens, whether the grammar finished it, its
-    constraint's events, its seconds and its prefill seconds. ``sampling``:
-    llama-cpp-python's sampling arguments."""
+    budget: int | None = None,
+) -> list[LlamaRun]:
+    """Each prompt's run. ``sampling``: llama-cpp-python's sampling
+    arguments; ``budget``: the constraint's (:class:`ToolCallLogitsProcessor`)."""
     from llama_cpp import LogitsProcessorList
 
-    outputs = []
+    runs = []
     for prompt in prompts:
-        processor = ToolCallLogitsProcessor(compiled, on_violation=on_violation) if constrain else None
+        processor = ToolCallLogitsProcessor(compiled, on_violation=on_violation, budget=budget) if constrain else None
         processors = LogitsProcessorList([processor] if processor is not None else [])
         output: list[int] = []
         started = time.perf_counter()
@@ -155,7 +179,9 @@ def generate_with_llama(
                 processor.feed(token)
             if token in end_ids or (processor is not None and processor.finished) or len(output) >= max_new_tokens:
                 break
-        finished = processor is not None and processor.finished
-        events = processor.events if processor is not None else []
-        outputs.append((output, finished, events, time.perf_counter() - started, prefill))
-    return outputs
+        if processor is None:
+            runs.append(LlamaRun(output, False, False, [], time.perf_counter() - started, prefill))
+        else:
+            runs.append(LlamaRun(output, processor.finished, processor.closed_by_budget, processor.events,
+                                 time.perf_counter() - started, prefill))
+    return runs

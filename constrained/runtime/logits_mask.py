@@ -12,7 +12,7 @@ allocation, so the GPU apply can be captured in a CUDA graph.
 
 from __future__ import annotations
 
-import functools
+import sys
 from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
@@ -158,20 +158,14 @@ def _end_words(tok: Tokenizer, words: int) -> np.ndarray:
 
 
 def index_of(tokens: np.ndarray) -> Any:
-    """Token ids as the CPU apply takes them (a torch index tensor, sharing
-    the array's memory) where torch is installed; else the array itself,
-    which a host-only constraint keeps but never applies."""
-    torch = _torch()
+    """Token ids as the CPU apply takes them: a torch index tensor sharing
+    the array's memory where torch is already imported (a loop that
+    applies masks to logits has imported it); else the array itself, for a
+    host-only constraint (llama.cpp's numpy scores), which never applies it
+    and need not import torch (about 2 s). The apply converts an array it
+    meets (:func:`_apply_by_row`)."""
+    torch = sys.modules.get("torch")
     return tokens if torch is None else torch.from_numpy(tokens)
-
-
-@functools.cache
-def _torch() -> Any:
-    try:
-        import torch
-    except ModuleNotFoundError:
-        return None
-    return torch
 
 
 def apply_mask(
@@ -238,8 +232,11 @@ def _apply_by_row(
             torch.index_select(logits[row], 0, index, out=kept)
             logits[row].fill_(float("-inf"))
             logits[row].index_copy_(0, index, kept)
-        elif tokens is not None and tokens.numel():
-            logits[row].index_fill_(0, tokens, float("-inf"))
+        elif tokens is not None:
+            if not isinstance(tokens, torch.Tensor):  # kept before torch was imported (index_of)
+                tokens = torch.from_numpy(tokens)
+            if tokens.numel():
+                logits[row].index_fill_(0, tokens, float("-inf"))
     width, row_bytes = buffers.masked_width, buffers.host_bits.shape[1] * 4
     for row in dense:
         index = buffers.byte_index[row * row_bytes : (row + 1) * row_bytes]

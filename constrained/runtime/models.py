@@ -32,7 +32,10 @@ show the constraint working on a real model, not to pick good arguments.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import sys
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -208,7 +211,15 @@ def _load_llama(model: str | os.PathLike[str], dialect: str | None) -> LoadedMod
         )
     from llama_cpp import Llama
 
-    llm = Llama(model_path=str(default_gguf()), n_ctx=LLAMA_CONTEXT, n_threads=os.cpu_count(), verbose=False)
+    # verbose=False still lets llama.cpp's notices of level "none" through
+    # (the KV cache's SWA size): kept from stderr, and shown if loading fails.
+    notices = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(notices):
+            llm = Llama(model_path=str(default_gguf()), n_ctx=LLAMA_CONTEXT, n_threads=os.cpu_count(), verbose=False)
+    except Exception:
+        sys.stderr.write(notices.getvalue())
+        raise
     return LoadedModel(llm, load_tokenizer("gemma4"), dialect or DEFAULT_DIALECT, None, "gemma3-270m", False,
                        engine="llama-cpp")
 
@@ -256,3 +267,17 @@ def _write_marker_rows(path: Path, tok: Tokenizer) -> None:
             blocks[:, :2] = (scales * np.float16(MARKER_SCALE)).view(np.uint8)
             gguf.seek(embedding.data_offset + target_id * row_bytes)
             gguf.write(blocks.tobytes())
+
+
+def quiet_loading(engine: str = "transformers") -> None:
+    """Silence transformers' loading bar and notices, where ``engine`` is
+    transformers (llama.cpp prints nothing while loading; transformers is
+    not imported for it: that costs about a second)."""
+    if engine != "transformers":
+        return
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        return
+    transformers_logging.disable_progress_bar()
+    transformers_logging.set_verbosity_error()

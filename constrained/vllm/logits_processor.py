@@ -117,7 +117,7 @@ class ToolCallLogitsProcessor(V2LogitsProcessor, V1LogitsProcessor):
             self.rows.remove(index)
             compiled = self._compiled(index, params)
             if compiled is not None:
-                self.rows.add(index, compiled, output_ids)
+                self.rows.add(index, compiled, output_ids, getattr(params, "max_tokens", None))
         for source, target, direction in batch_update.moved:
             self.rows.move(source, target, swap=direction == MoveDirectionality.SWAP)
 
@@ -129,7 +129,7 @@ class ToolCallLogitsProcessor(V2LogitsProcessor, V1LogitsProcessor):
         compiled = self._compiled(req_idx, sampling_params)
         if compiled is None:
             return False
-        self._slots.add(req_idx, compiled)
+        self._slots.add(req_idx, compiled, getattr(sampling_params, "max_tokens", None))
         return True
 
     def apply_staged_writes(self) -> None:
@@ -183,10 +183,10 @@ class _Slots:
         self._host_ids = torch.empty(req_states.max_num_reqs, dtype=torch.int32, pin_memory=on_gpu)
         self._copied = torch.cuda.Event() if on_gpu else None
 
-    def add(self, slot: int, compiled: Compiled) -> None:
+    def add(self, slot: int, compiled: Compiled, budget: int | None) -> None:
         output: list[int] = []
         self.outputs[slot] = output
-        self.rows.add(slot, compiled, output)
+        self.rows.add(slot, compiled, output, budget)
 
     def apply(self, logits: torch.Tensor, ctx: Any) -> torch.Tensor:
         slots = ctx.idx_mapping_np
