@@ -201,3 +201,30 @@ def test_the_command_line_closes_within_the_budget_unless_told_not_to(monkeypatc
         assert cli.main(["generate", str(tools), "--prompt", "order", "--quiet", *flags]) == 0
         assert seen[-1] is expected
     capsys.readouterr()
+
+
+def test_a_rolled_back_row_still_closes_within_its_budget() -> None:
+    """Speculative decoding takes tokens back: the plan is found again from
+    where the row stands then (the budget leaves room for the tokens taken
+    back to be written again, as the plan writes them)."""
+    dialect = "gemma4"
+    tok, written = tokenizer(dialect), prefix(dialect, "string")
+    matcher = compiled(dialect).matcher()
+    matcher.consume_tokens(written)
+    plan = closing_search(compiled(dialect)).plan(matcher, 1000) or []
+    budget = len(written) + len(plan) + 12
+    constraint = ToolCallConstraint(compiled(dialect), 1, budget=budget)
+    constraint.prepare_host()
+    constraint.consume_row(0, written)
+    x = tok.encode("x")[0]
+    constraint.consume_row(0, [x, x])
+    constraint.rollback(2 + len(written) // 2)  # back into the call, before the note
+    output = written[: len(written) - len(written) // 2]
+    while not constraint.is_finished(0) and len(output) < budget:
+        constraint.fill_masks()
+        bits = np.unpackbits(constraint.allowed_words(0).view(np.uint8), bitorder="little")
+        token = runaway_token(tok, set(np.flatnonzero(bits).tolist()), set())
+        constraint.consume([token])
+        output.append(token)
+    text = tok.decode([t for t in output if t not in tok.eos_token_ids])
+    assert len(output) <= budget and compiled(dialect).check(text).accepted, text

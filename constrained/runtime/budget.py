@@ -469,10 +469,11 @@ class CallBudget:
             self._bounds[row] += self.margin if plan else self.call_margin
 
     def forget(self, row: int) -> None:
-        """``row`` was rolled back: its plan is found again when needed."""
+        """``row`` was rolled back: its plan is found again at the next step
+        (its bound unknown, as large as the budget)."""
         self._plans[row] = None
         self._stale[row] = False
-        self._bounds[row] = 0
+        self._bounds[row] = self.budgets[row]
 
 
 def require_budget(compiled: CompiledTools, budget: int) -> None:
