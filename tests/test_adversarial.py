@@ -332,6 +332,7 @@ def _ref_cycles_offline(dialect: str) -> Trip:
     return round_trip(dialect, REF_TOOLS, REF_VALID, REF_INVALID)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_ref_cycles_of_every_shape_compile_and_round_trip(dialect):
     trip = completed(_ref_cycles_offline, dialect)
@@ -476,6 +477,7 @@ def test_enum_strings_a_dialect_cannot_write_are_refused_by_name(dialect):
         assert_names(error, CompileError, "pick", repr(value), "/properties/", f"dialect {dialect!r}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_10000_value_enums_with_markup_round_trip(dialect):
     markup = [value for value in MARKUP if value not in UNWRITABLE[dialect]]
@@ -627,6 +629,7 @@ def _twice_named_left_out(dialect: str, as_objects: bool) -> tuple[int, tuple[tu
     return len(compiled.tools), tuple((t.name, t.reason) for t in compiled.left_out), warned
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 @pytest.mark.parametrize("as_objects", [False, True], ids=["dicts", "Tool objects"])
 def test_1000_tools_with_a_repeated_name_leave_both_out(dialect, as_objects):

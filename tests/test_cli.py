@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from corpus import CORPUS
 from sample_tools import WRITE_FILE_WITH_BOUNDED_MODE
 
@@ -93,6 +95,7 @@ def test_check_reports_the_first_rejected_token(tmp_path):
     assert prefix.startswith(report["before"]) and report["before"] + report["refused"] in text
 
 
+@pytest.mark.slow
 def test_check_rejects_a_value_out_of_bounds(tmp_path):
     text = QWEN_CALL.replace("</function>", "<parameter=mode>\n600\n</parameter>\n</function>")
     assert run("check", tools_file(tmp_path), "--dialect", "qwen3_coder", text).returncode == 1
@@ -100,6 +103,7 @@ def test_check_rejects_a_value_out_of_bounds(tmp_path):
     assert run("check", tools_file(tmp_path), "--dialect", "qwen3_coder", ok).returncode == 0
 
 
+@pytest.mark.slow
 def test_check_required_rejects_plain_text(tmp_path):
     result = run("check", tools_file(tmp_path), "--dialect", "gemma4", "--tool-choice", "required", "hello")
     assert result.returncode == 1

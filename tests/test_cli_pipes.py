@@ -48,6 +48,7 @@ def status(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pyt
 # -- pipes: the trailing newline, and - for every argument -------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["qwen3_coder", "gemma4"])
 def test_render_piped_into_check_and_parse(dialect):
     """A real shell pipe: render ends its text with a newline, which check and parse do not read as output."""

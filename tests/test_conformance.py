@@ -225,6 +225,7 @@ def judge_groups(groups, deviation=lambda group: None, known=None) -> tuple[Coun
     return counts, misses
 
 
+@pytest.mark.slow
 def test_jsts_slice():
     """Every group: no miss but the deliberate deviations and the known
     misses of the optional format files (their causes listed)."""
@@ -233,12 +234,14 @@ def test_jsts_slice():
     assert counts["accepted"] > 2000 and counts["rejected"] > 800 and counts["exact invalid judged"] > 1000, counts
 
 
+@pytest.mark.slow
 def test_maskbench_slice():
     counts, misses = judge_groups(maskbench_groups()[::6], known=MASKBENCH_KNOWN_MISSES)
     assert misses == [], "\n".join(misses)
     assert counts["accepted"] > 800 and counts["rejected"] > 300, counts
 
 
+@pytest.mark.slow
 def test_roundtrip_slice():
     """Every 20th BFCL entry and every MCP tool, in every dialect: accepted
     and read back equal."""

@@ -96,6 +96,7 @@ def test_bfcl_corpus_facts():
     assert len(bfcl_entries()) == 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", list(TOKENIZERS))
 def test_bfcl_ground_truth_accepted(dialect):
     chosen_dialect = get_dialect(dialect)
@@ -122,6 +123,7 @@ def test_bfcl_ground_truth_accepted(dialect):
     assert len(entries) == 995
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", list(TOKENIZERS))
 def test_bfcl_prefixes_parse_without_completing_a_cut_call(dialect):
     """Every prefix of every rendered ground-truth turn (cut at each
@@ -166,6 +168,7 @@ MASKBENCH_COUNTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", list(TOKENIZERS))
 def test_maskbench_valid_instances_accepted(dialect):
     chosen_dialect = get_dialect(dialect)

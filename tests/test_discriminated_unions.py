@@ -371,6 +371,7 @@ def test_a_string_streams_as_it_comes_once_its_set_is_known():
     assert rest == '"value": "5", "kind": "text"}'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["glm45", "glm47"])
 def test_glm_with_special_markers_accepts_every_valid_call_and_refuses_a_mix(dialect):
     """Where ``</arg_value>`` is a special token (GLM's own vocabulary), a

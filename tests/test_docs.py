@@ -163,6 +163,7 @@ def test_the_manual_has_code_to_run() -> None:
     assert any(i.startswith("docs/") for i in ids)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("block_id", "lang", "code"), BLOCKS, ids=[b[0] for b in BLOCKS])
 def test_code_block_runs_as_shown(block_id: str, lang: str, code: str) -> None:
     done = run_block(lang, code)

@@ -492,6 +492,7 @@ def test_random_walks_near_guards_match_llguidance(dialect):
     assert sum(steered_walk(ct, prefix, steer, rng, 60) for _ in range(30)) > 800
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", GLM)
 def test_glm_special_markers_masks_match_llguidance(dialect):
     """Contents that spell tags out as text (split at each '<', so that no

@@ -45,6 +45,7 @@ def openai_tools(server: str) -> list[dict[str, Any]]:
                                               "parameters": t["inputSchema"]}} for t in listing["tools"]]
 
 
+@pytest.mark.slow
 def test_the_tokenizer_gives_the_library_s_ids(hf_tokenizer: Any) -> None:
     ours = load_tokenizer("gemma4")
     for text in TEXTS:
@@ -102,6 +103,7 @@ def test_arguments_as_json_text_are_refused_by_the_template(hf_tokenizer: Any) -
         hf_tokenizer.apply_chat_template(messages, tokenize=False)
 
 
+@pytest.mark.slow
 def test_the_command_writes_a_folder_and_refuses_a_non_empty_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "out"
     assert main(["export-model", str(target)]) == 0

@@ -58,6 +58,7 @@ def compiled_for(tools: list[dict], dialect: str, mode: tuple[str, bool]):
                          parallel_tool_calls=parallel)
 
 
+@pytest.mark.slow
 def test_a_seeded_slice_of_the_sweep_finds_nothing_wrong():
     sets = slice_tool_sets()
     steered, uniform = FuzzSummary(keep=10), FuzzSummary(keep=10)
@@ -747,6 +748,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_prints_a_summary_and_fails_on_invalid_output(tmp_path):
     good = tmp_path / "weather.json"
     good.write_text(json.dumps([WEATHER, TIME]))

@@ -33,6 +33,8 @@ from constrained.errors import GenerationError
 from constrained.runtime.generate import build_prompt, generate
 from constrained.runtime.models import MARKER_ROWS, MARKER_SCALE, LoadedModel, converted_default_model
 
+pytestmark = pytest.mark.slow  # the real model, loaded and run on CPU
+
 MCP = CORPUS / "mcp"
 CASES = json.loads((Path(__file__).parent / "data" / "generation_cases.json").read_text())
 MAX_NEW_TOKENS = 128

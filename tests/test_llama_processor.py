@@ -101,6 +101,7 @@ def test_a_prompt_that_opened_reasoning_starts_the_constraint_inside_it():
     assert np.isfinite(scores[TOK.token_id("</think>")])
 
 
+@pytest.mark.slow
 def test_the_processor_never_imports_torch():
     """The llama.cpp path masks numpy scores: torch, installed beside it
     here, is not imported (it costs about 2 s of a command-line run), not

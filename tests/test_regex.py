@@ -13,6 +13,7 @@ from constrained.grammar.regex import without_text
 CLOSING = "</arg_value>"
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(["<", "/", "a", "r", "g", "_", "v", "l", "u", "e", ">", "\n", "x", CLOSING[:-1]]), max_size=12))
 def test_without_text_matches_exactly_the_strings_that_avoid_it(pieces):

@@ -3,6 +3,7 @@ adds up to exactly what the non-streaming parser gives."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -129,6 +130,7 @@ def check(dialect: str, text: str, parts: list[str], reasoning: Reasoning = True
     assert parser.result == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(outputs())
 def test_the_stream_adds_up_to_the_non_streaming_parse(output):

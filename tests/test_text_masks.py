@@ -128,6 +128,7 @@ def test_coding_calls_match_llguidance(dialect):
     assert pair.checked >= 0.9 * content_tokens
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", (*RAW_DIALECTS, "gemma4"))
 def test_bfcl_ground_truth_matches_llguidance(dialect):
     """BFCL entries with valid ground truth (every second; the others every fourth)."""
@@ -161,6 +162,7 @@ def interesting(tok) -> list[int]:
             and (any(m in data for m in marks) or any(b >= 0x80 for b in data))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", TRACKED)
 def test_random_walks_match_llguidance(dialect):
     """Seeded walks inside a value: each token drawn from the allowed set,
@@ -216,6 +218,7 @@ def glm_special_tokenizer():
     return load_tokenizer(clone, eos_token_ids=[clone.token_to_id("<|endoftext|>")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["glm45", "glm47"])
 def test_glm_special_markers_match_llguidance(dialect):
     tok = glm_special_tokenizer()

@@ -289,6 +289,7 @@ def test_local_directory(tmp_path):
     assert load_tokenizer(ref, vocab_size=151_669).fingerprint != ref.fingerprint
 
 
+@pytest.mark.slow
 def test_transformers_objects():
     ref = load_tokenizer("functiongemma")
     hf = ref.hf
