@@ -24,7 +24,7 @@ from jsonschema.protocols import Validator
 from ..errors import SchemaError
 from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..frames.normalize import normalize_schema
-from ..schema.validation import OFFLINE_REGISTRY
+from ..schema.validation import OFFLINE_REGISTRY, json_pointer
 from ..frames.types import effective_type, json_types
 from ..schema.json_values import json_type
 from ..frames.accepts import member_frames
@@ -126,8 +126,7 @@ def _validator(schema: dict[str, Any]) -> Validator:
     try:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
-        path = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in exc.absolute_path)
-        raise SchemaError(exc.message, path=path) from None
+        raise SchemaError(exc.message, path=json_pointer(exc.absolute_path)) from None
     return cls(schema, registry=OFFLINE_REGISTRY, format_checker=cls.FORMAT_CHECKER)
 
 

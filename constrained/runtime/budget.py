@@ -130,7 +130,7 @@ class ClosingSearch:
                 return plan
             step = self._closing(walker)
             if step is None:
-                step = [self._fallback(self._ids(words), taken)]
+                step = [self._fallback(self.allowed_ids(words), taken)]
             else:
                 taken.clear()
             walker.consume_tokens(step)
@@ -146,7 +146,7 @@ class ClosingSearch:
         trial.consume_tokens(plan)
         return self._ends_here(_mask(trial))
 
-    def _ids(self, words: np.ndarray) -> np.ndarray:
+    def allowed_ids(self, words: np.ndarray) -> np.ndarray:
         """The tokens a packed mask allows, in order (only its nonzero words unpacked)."""
         nonzero = np.flatnonzero(words)
         bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little").reshape(-1, 32)
@@ -364,26 +364,15 @@ class CallBudget:
     was) or found again only when the budget left comes near that bound."""
 
     def __init__(self, compiled: CompiledTools, budgets: Sequence[int]) -> None:
+        """Refuse budgets the plan from the start does not fit, before
+        anything is generated; every row begins with that plan."""
         bad = [b for b in budgets if b < 1]
         if bad:
             raise ArgumentError(f"a budget must be at least 1 token, got {bad[0]}", argument="budget")
         self.budgets = list(budgets)
         self.search = closing_search(compiled)
-        self.margin, self.call_margin = self.search.margin, self.search.call_margin
-        self.call_open = self.search.call_open
-        self.closed = [False] * len(budgets)
-        """Per row, whether a plan's token was the only one allowed (a value
-        may have been cut short to close the call)."""
-        self._plans: list[list[int] | None] = [None] * len(budgets)
-        self._stale = [False] * len(budgets)  # a token other than the plan's was taken since it was found
-        self._bounds = [0] * len(budgets)  # the most tokens the row's plan may have now
-        self.overruns = 0
-        """Times a row's plan was longer than its budget left (the margin was short)."""
-
-    def start(self) -> None:
-        """Refuse budgets the plan from the start does not fit, before
-        anything is generated; every row begins with that plan."""
         plan, self.call_margin = self.search.start()
+        self.margin = self.search.margin
         short = min(self.budgets)
         if plan is None or len(plan) > short:
             needed = f"more than {_LONGEST}" if plan is None else str(len(plan))
@@ -392,8 +381,14 @@ class CallBudget:
                 f"tool_choice allow needs {needed} tokens; raise the budget (max_new_tokens)",
                 needed=None if plan is None else len(plan),
             )
-        for row in range(len(self.budgets)):
-            self._plans[row], self._bounds[row] = list(plan), len(plan)
+        self.closed = [False] * len(budgets)
+        """Per row, whether a plan's token was the only one allowed (a value
+        may have been cut short to close the call)."""
+        self._plans: list[list[int] | None] = [list(plan) for _ in budgets]
+        self._stale = [False] * len(budgets)  # a token other than the plan's was taken since it was found
+        self._bounds = [len(plan)] * len(budgets)  # the most tokens the row's plan may have now
+        self.overruns = 0
+        """Times a row's plan was longer than its budget left (the margin was short)."""
 
     def narrow(self, row: int, held: int, words: np.ndarray, matcher: Callable[[], Any]) -> bool:
         """Narrow ``row``'s packed mask ``words`` (as the grammar filled it)
@@ -429,13 +424,14 @@ class CallBudget:
         those of plain text (no byte that may close or open anything: the
         plan still closes after them) inside a call, and every one but the
         call opening where the output may end."""
-        allowed = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+        allowed = self.search.allowed_ids(words)
         if allowed.size > _FEW:
+            opening = self.search.call_open
             if plan:
                 np.bitwise_and(words, self.search.plain_words[: len(words)], out=words)
                 words[plan[0] >> 5] |= np.uint32(1 << (plan[0] & 31))
-            elif self.call_open is not None:
-                words[self.call_open >> 5] &= ~np.uint32(1 << (self.call_open & 31))
+            elif opening is not None:
+                words[opening >> 5] &= ~np.uint32(1 << (opening & 31))
             return
         caught_up = matcher()
         for token in allowed.tolist():
@@ -481,7 +477,7 @@ def require_budget(compiled: CompiledTools, budget: int) -> None:
     output of ``compiled`` fits in ``budget`` tokens (what a constraint
     given that budget raises when it is made, for a caller that makes it
     later, inside an engine's loop)."""
-    CallBudget(compiled, [budget]).start()
+    CallBudget(compiled, [budget])
 
 
 _searches: dict[int, tuple[CompiledTools, ClosingSearch]] = {}

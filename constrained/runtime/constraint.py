@@ -910,9 +910,7 @@ def _call_budget(compiled: CompiledTools, batch_size: int, budget: int | Sequenc
     budgets = [budget] * batch_size if isinstance(budget, int) else [int(b) for b in budget]
     if len(budgets) != batch_size:
         raise ArgumentError(f"budget needs one value per row ({batch_size}), got {len(budgets)}", argument="budget")
-    call_budget = CallBudget(compiled, budgets)
-    call_budget.start()
-    return call_budget
+    return CallBudget(compiled, budgets)
 
 
 def warm_mask_cache(compiled: CompiledTools) -> None:

@@ -32,6 +32,7 @@ from ..errors import ArgumentError, BudgetError, ConstrainedError, OptionError, 
 from ..frames.toolset import normalize_tool_set
 from ..options import Reasoning, check_reasoning
 from ..tokenizers import Tokenizer
+from .budget import require_budget
 from .constraint import OnViolation, ToolCallConstraint, fill_masks_together, warm_mask_cache
 
 if TYPE_CHECKING:
@@ -218,11 +219,14 @@ class _Row:
             if compiled is None:
                 return None
             self.compiled = compiled
-            try:
-                self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation, budget=self.budget)
-            except BudgetError as e:
-                logger.warning("a request's calls may be cut off at its token budget: %s", e)
-                self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation)
+            budget = self.budget
+            if budget is not None:
+                try:
+                    require_budget(compiled, budget)
+                except BudgetError as e:
+                    logger.warning("a request's calls may be cut off at its token budget: %s", e)
+                    budget = None
+            self._constraint = ToolCallConstraint(compiled, 1, on_violation=self.on_violation, budget=budget)
         return self._constraint
 
     def catch_up(self, constraint: ToolCallConstraint) -> None:

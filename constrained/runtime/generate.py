@@ -167,18 +167,17 @@ def generate(
     prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
     texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
     compiled = compiled_for_prompts(compiled, texts)
-    if close_within_budget and constrain:
-        require_budget(compiled, max_new_tokens)
+    budget = max_new_tokens if close_within_budget and constrain else None
+    if budget is not None:
+        require_budget(compiled, budget)
     if engine == "llama-cpp":
         sampling = _llama_sampling(do_sample, temperature, top_k, top_p)
-        budget = max_new_tokens if close_within_budget else None
         results = _generate_with_llama(model, tok, compiled, [tok.encode(t) for t in texts], max_new_tokens, constrain,
                                        on_violation, sampling, seed, budget)
         return results if batch_input else results[0]
     import torch
 
     sampler = _Sampler(do_sample, temperature, top_k, top_p, seed)
-    budget = max_new_tokens if close_within_budget and constrain else None
     loop = _Loop(model, tok, compiled, len(texts), constrain, on_violation, sampler, fast_forward, budget)
     with torch.inference_mode():
         results = loop.run([tok.encode(t) for t in texts], max_new_tokens)

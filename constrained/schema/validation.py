@@ -39,6 +39,7 @@ from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from .formats import FORMAT_CHECKS
 from .json_values import exact, pattern_matches
+from .refs import pointer_token
 
 Keyword = Callable[[Any, Any, Any, Any], Iterator[ValidationError]]
 
@@ -184,7 +185,7 @@ _ENUM_SHOWN = 6
 
 def json_pointer(path: Iterable[str | int]) -> str:
     """The RFC 6901 pointer of ``path`` (``~`` and ``/`` escaped)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    return "".join("/" + pointer_token(str(part)) for part in path)
 
 
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
