@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "constrained"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "options"),  # what every layer may raise or take
+    ("errors", "options", "caches"),  # what every layer may raise or take, and its bounded caches
     ("schema",),  # JSON Schema as written: keywords, $ref, formats, patterns, validation
     ("tools",),  # tool definitions in any format -> Tool
     ("frames",),  # the typed intermediate form, made from JSON Schema
