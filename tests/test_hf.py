@@ -103,12 +103,11 @@ def test_the_tables_a_tokenizer_needs_are_built_with_the_processor_not_in_its_st
     the processor is made, so a step that enters a string value builds none."""
     from constrained.runtime import text_masks
 
-    monkeypatch.setattr(text_masks, "_masks", {})
-    monkeypatch.setattr(text_masks, "_vocabularies", {})
-    monkeypatch.setattr(text_masks, "_guard_sets", text_masks.OrderedDict())
+    for cache in (text_masks._masks, text_masks._vocabularies, text_masks._guard_sets):
+        cache.clear()
     ct = compile_tools([WEATHER], dialect, load_tokenizer(tokenizer), tool_choice="required", reasoning=False)
     processor = ToolCallLogitsProcessor(ct)
-    assert text_masks._masks
+    assert len(text_masks._masks)
 
     def built_in_a_step(*args, **kwargs):
         raise AssertionError("a table was built inside a decoding step")

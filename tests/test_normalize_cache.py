@@ -92,10 +92,10 @@ def test_the_cache_is_bounded_and_keeps_the_recent_sets(normalized):
         return tool
 
     normalize_tool_set(single(0))
-    for index in range(1, toolset._CACHE_SIZE + 5):
+    for index in range(1, toolset._cache.limit + 5):
         normalize_tool_set(single(index))
         normalize_tool_set(single(0))  # kept in use: never the oldest
-        assert len(toolset._cache) <= toolset._CACHE_SIZE
+        assert len(toolset._cache) <= toolset._cache.limit
     assert normalized.count("lookup_0") == 1
     normalize_tool_set(single(1))
     assert normalized.count("lookup_1") == 2  # the oldest, dropped

@@ -8,12 +8,13 @@ syntax (JSON, Gemma values)."""
 
 from __future__ import annotations
 
-import functools
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Generator, Iterator
+
+from ..caches import cached
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,7 @@ def held_back_all(text: str, markers: tuple[str, ...]) -> str:
     return text if found is None else text[: found.start()]
 
 
-@functools.lru_cache(maxsize=1024)
+@cached(1024)
 def _starts_at_end(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int]:
     """A regex of a proper, non-empty start of one of ``markers`` that runs
     to the end of the text (the leftmost match is the longest), and the

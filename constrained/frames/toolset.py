@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Mapping
 
+from ..caches import LruCache
 from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
 from .model import Frame, NormalizedSchema, ObjectFrame, UnionFrame
 from ..errors import SchemaWarning
@@ -125,10 +124,8 @@ class ToolSet:
                 raise tool.error
 
 
-_CACHE_SIZE = 32
-_cache: OrderedDict[tuple[bool, str], ToolSet] = OrderedDict()
+_cache: LruCache[tuple[bool, str], ToolSet] = LruCache("normalized tool sets", 32)
 """Normalized sets of tools given as JSON, by their text (see :func:`normalize_tool_set`)."""
-_cache_lock = threading.Lock()
 
 
 def normalize_tool_set(tools: Any, *, strict: bool = True) -> ToolSet:
@@ -152,24 +149,14 @@ def normalize_tool_set(tools: Any, *, strict: bool = True) -> ToolSet:
     text = json_text(tools) if isinstance(tools, (list, tuple, dict)) else None
     if text is None:  # tool objects, Pydantic classes: normalized as given
         return _normalize_entries(tools, strict)
-    key = (strict, text_digest(text))
-    with _cache_lock:
-        tool_set = _cache.get(key)
-        if tool_set is not None:
-            _cache.move_to_end(key)
-    if tool_set is None:
-        tool_set = _normalize_entries(json.loads(text), strict)
-        with _cache_lock:
-            _cache[key] = tool_set
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
+    tool_set = _cache.get_or_make((strict, text_digest(text)), lambda: _normalize_entries(json.loads(text), strict))
     return _with_own_errors(tool_set)
 
 
 def clear_normalize_cache() -> None:
-    """Forget every tool set :func:`normalize_tool_set` kept."""
-    with _cache_lock:
-        _cache.clear()
+    """Forget every tool set :func:`normalize_tool_set` kept
+    (:func:`constrained.clear_caches` forgets them too)."""
+    _cache.clear()
 
 
 def _with_own_errors(tool_set: ToolSet) -> ToolSet:

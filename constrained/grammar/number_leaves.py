@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from functools import lru_cache
-from importlib.metadata import version
 from typing import Any
 from collections.abc import Callable
 
-import llguidance
-
+from ..caches import cached
 from ..frames.model import IntegerFrame, NumberFrame
 from .lark import json_leaf
 
@@ -33,15 +30,16 @@ MAX_MULTIPLE_STEP = 10_000
 MAX_BOUND = 10**18
 
 
-def _negative_multiples() -> bool:
+@cached(1)
+def negative_multiples() -> bool:
     """Whether llguidance's ``multipleOf`` admits negative multiples: 1.7
     (the version vLLM 0.32 pins) rejects every one (-9 for a step of 3),
-    1.8 and later take them."""
+    1.8 and later take them. Asked on first use: reading the installed
+    version loads :mod:`importlib.metadata`, slow to import."""
+    from importlib.metadata import version
+
     major, minor = (int(part) for part in version("llguidance").split(".")[:2])
     return (major, minor) >= (1, 8)
-
-
-NEGATIVE_MULTIPLES = _negative_multiples()
 
 
 def number_leaf(frame: IntegerFrame | NumberFrame, path: str, warn: Callable[[str, str, str], None]) -> str:
@@ -51,7 +49,7 @@ def number_leaf(frame: IntegerFrame | NumberFrame, path: str, warn: Callable[[st
     :data:`MAX_BOUND` or that it refuses."""
     schema = number_schema(frame)
     if frame.multiple_of is not None and not (
-        multiple_enforceable(frame.kind, frame.multiple_of) and (NEGATIVE_MULTIPLES or _non_negative(frame))
+        multiple_enforceable(frame.kind, frame.multiple_of) and (negative_multiples() or _non_negative(frame))
     ):
         del schema["multipleOf"]
         warn(path, "multipleOf", f"multipleOf {frame.multiple_of} is not enforced during generation")
@@ -67,7 +65,7 @@ def number_leaf(frame: IntegerFrame | NumberFrame, path: str, warn: Callable[[st
     return json_leaf(schema)
 
 
-@lru_cache(maxsize=1024)
+@cached(1024)
 def multiple_enforceable(kind: str, step: int | float) -> bool:
     """Whether llguidance enforces ``multipleOf: step`` on a ``kind`` number
     exactly, as measured with llguidance 1.9.1: an integral step of at most
@@ -88,10 +86,13 @@ def _non_negative(frame: IntegerFrame | NumberFrame) -> bool:
     return frame.minimum is not None and frame.minimum >= 0
 
 
-@lru_cache(maxsize=1024)
+@cached(1024)
 def llguidance_reads(schema: str) -> bool:
     """Whether llguidance compiles the JSON Schema ``schema`` (JSON text) as
-    a ``%json`` leaf."""
+    a ``%json`` leaf (llguidance is imported here, on first use: a parser
+    that reads the emitters' module never needs it)."""
+    import llguidance
+
     return not llguidance.LLMatcher.validate_grammar(f"start: %json {schema}")
 
 

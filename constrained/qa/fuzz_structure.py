@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..caches import LruCache
 from ..compiler import CompiledTools
 from ..dialects import get_dialect
 from ..dialects.base import Markers
@@ -99,37 +99,35 @@ def _json_end(line: str, position: int) -> int:
         return len(line)
 
 
-_vocabulary_structure: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-_structures: OrderedDict[str, StructureTokens] = OrderedDict()
-_structure_lock = threading.Lock()
-_STRUCTURES_KEPT = 64
+_vocabulary_structure: LruCache[str, tuple[np.ndarray, np.ndarray]] = LruCache("fuzz vocabulary structure", 8)
+"""By tokenizer fingerprint."""
+_structures: LruCache[str, StructureTokens] = LruCache("fuzz structure tokens", 64)
+"""By compiled set fingerprint."""
 
 
 def _vocabulary_tokens(tok: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """The special tokens and the punctuation/whitespace tokens of at most
     two bytes of ``tok``, once per vocabulary."""
-    with _structure_lock:
-        if tok.fingerprint not in _vocabulary_structure:
-            table, special = tok.token_table
-            punctuation = [
-                token
-                for token, data in enumerate(table)
-                if 0 < len(data) <= 2 and token not in special and all(byte in _PUNCTUATION for byte in data)
-            ]
-            _vocabulary_structure[tok.fingerprint] = (
-                np.array(sorted(special), dtype=np.int64),
-                np.array(punctuation, dtype=np.int64),
-            )
-        return _vocabulary_structure[tok.fingerprint]
+    return _vocabulary_structure.get_or_make(tok.fingerprint, lambda: _structural_tokens(tok))
+
+
+def _structural_tokens(tok: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    table, special = tok.token_table
+    punctuation = [
+        token
+        for token, data in enumerate(table)
+        if 0 < len(data) <= 2 and token not in special and all(byte in _PUNCTUATION for byte in data)
+    ]
+    return np.array(sorted(special), dtype=np.int64), np.array(punctuation, dtype=np.int64)
 
 
 def structure_tokens(compiled: CompiledTools) -> StructureTokens:
     """The :class:`StructureTokens` of ``compiled`` (kept for the last few
     compiled tool sets)."""
-    with _structure_lock:
-        if compiled.fingerprint in _structures:
-            _structures.move_to_end(compiled.fingerprint)
-            return _structures[compiled.fingerprint]
+    return _structures.get_or_make(compiled.fingerprint, lambda: _structure_of(compiled))
+
+
+def _structure_of(compiled: CompiledTools) -> StructureTokens:
     tok = compiled.tokenizer
     specials, punctuation = _vocabulary_tokens(tok)
     uses: Counter[tuple[int, ...]] = Counter(
@@ -140,15 +138,10 @@ def structure_tokens(compiled: CompiledTools) -> StructureTokens:
     syntax = dialect.raw_text_syntax(Markers(tok))
     if syntax is not None and not syntax.close_is_token:
         closings.append(syntax.close)
-    structure = StructureTokens(
+    return StructureTokens(
         specials=specials,
         punctuation=punctuation,
         literals=tuple(uses),
         weights=np.array(list(uses.values()), dtype=np.float64),
         closings=tuple(dict.fromkeys(tuple(tok.encode(text)) for text in closings)),
     )
-    with _structure_lock:
-        _structures[compiled.fingerprint] = structure
-        while len(_structures) > _STRUCTURES_KEPT:
-            _structures.popitem(last=False)
-    return structure

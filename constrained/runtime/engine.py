@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 from collections.abc import Mapping, Sequence
 
+from ..caches import LruCache
 from ..compiler import CompiledTools, compile_tools
 from ..dialects.base import Dialect
 from ..errors import ArgumentError, BudgetError, ConstrainedError, OptionError, SchemaLimitError, UnsatisfiableSchemaError
@@ -129,18 +131,24 @@ class ToolsRequest:
 
 
 _compile_thread: ThreadPoolExecutor | None = None
+_compile_thread_lock = threading.Lock()
 
 
 def _compiler() -> ThreadPoolExecutor:
+    """The one compile thread, started on first use (two requests admitted
+    at once must not each start one)."""
     global _compile_thread
-    if _compile_thread is None:
-        _compile_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constrained-compile")
-    return _compile_thread
+    with _compile_thread_lock:
+        if _compile_thread is None:
+            _compile_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="constrained-compile")
+        return _compile_thread
 
 
 _PROBE = "\u2063probe\u2063"
-_TEMPLATE_STATES = 256
-_template_reasoning: dict[tuple[int, str, str | None, str], Reasoning | None] = {}
+_template_reasoning: LruCache[tuple[str, ...], tuple[Reasoning | None]] = LruCache("chat template reasoning", 256)
+"""By what renders the prompt (the tokenizer's class, name and template,
+the template given, the arguments) and the dialect; a value is wrapped in
+a tuple, as ``None`` is one."""
 
 
 def template_reasoning(tokenizer: Any, dialect: Dialect, chat_template: str | None, kwargs: dict[str, Any]) -> Reasoning | None:
@@ -154,24 +162,28 @@ def template_reasoning(tokenizer: Any, dialect: Dialect, chat_template: str | No
         arguments = json.dumps(kwargs, sort_keys=True, default=str)
     except (TypeError, ValueError):
         return None
-    key = (id(tokenizer), dialect.name, chat_template, arguments)
-    if key not in _template_reasoning:
-        if len(_template_reasoning) >= _TEMPLATE_STATES:
-            _template_reasoning.clear()
-        try:
-            rendered = tokenizer.apply_chat_template(
-                [{"role": "user", "content": _PROBE}],
-                chat_template=chat_template,
-                add_generation_prompt=True,
-                tokenize=False,
-                **kwargs,
-            )
-        except Exception as exc:  # a template that needs more than one user turn, or none at all
-            logger.debug("chat template not rendered for its reasoning state: %s", exc)
-            rendered = None
-        tail = rendered.rpartition(_PROBE)[2] if isinstance(rendered, str) and _PROBE in rendered else None
-        _template_reasoning[key] = None if tail is None else dialect.prompt_reasoning(tail)
-    return _template_reasoning[key]
+    templates = json.dumps([getattr(tokenizer, "chat_template", None), chat_template], sort_keys=True, default=str)
+    name = str(getattr(tokenizer, "name_or_path", ""))
+    key = (type(tokenizer).__qualname__, name, templates, dialect.name, arguments)
+    found = _template_reasoning.get_or_make(key, lambda: (_rendered_reasoning(tokenizer, dialect, chat_template, kwargs),))
+    return found[0]
+
+
+def _rendered_reasoning(tokenizer: Any, dialect: Dialect, chat_template: str | None, kwargs: dict[str, Any]) -> Reasoning | None:
+    """:func:`template_reasoning` uncached: the tail after a probe user turn."""
+    try:
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": _PROBE}],
+            chat_template=chat_template,
+            add_generation_prompt=True,
+            tokenize=False,
+            **kwargs,
+        )
+    except Exception as exc:  # a template that needs more than one user turn, or none at all
+        logger.debug("chat template not rendered for its reasoning state: %s", exc)
+        return None
+    tail = rendered.rpartition(_PROBE)[2] if isinstance(rendered, str) and _PROBE in rendered else None
+    return None if tail is None else dialect.prompt_reasoning(tail)
 
 
 def stream_pieces(deltas: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

@@ -21,12 +21,12 @@ import bisect
 import itertools
 import re
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..caches import LruCache
 from .logits_mask import index_of
 
 if TYPE_CHECKING:
@@ -294,47 +294,39 @@ class _Vocabulary:
         return self._long[shortest]
 
 
-_vocabularies: dict[str, _Vocabulary] = {}
-_guard_sets: OrderedDict[tuple[str, str, int | None, tuple[bytes, ...], bytes], ValueGuards] = OrderedDict()
-_GUARD_SETS = 512
-"""Guard sets kept (one per tool's set of keys, with the states seen)."""
+_vocabularies: LruCache[str, _Vocabulary] = LruCache("sorted vocabularies", 8)
+"""Sorted text tokens by tokenizer fingerprint."""
+_guard_sets: LruCache[tuple[str, str, int | None, tuple[bytes, ...], bytes], ValueGuards] = LruCache(
+    "raw value guards", 512
+)
+"""Guard sets (one per tool's set of keys, with the states seen)."""
+_masks: LruCache[tuple[str, str, int | None], TextFrameMasks] = LruCache("raw text masks", 64)
+"""Masks by tokenizer fingerprint and closing."""
+_building = threading.Lock()
+"""Held while masks are built: a build takes 0.3 s, so threads that need
+the same masks at once wait for the first one's rather than each building
+them."""
 
 
 def _vocabulary(tok: Tokenizer) -> _Vocabulary:
-    with _masks_lock:
-        if tok.fingerprint not in _vocabularies:
-            _vocabularies[tok.fingerprint] = _Vocabulary(tok)
-        return _vocabularies[tok.fingerprint]
+    return _vocabularies.get_or_make(tok.fingerprint, lambda: _Vocabulary(tok))
 
 
 def value_guards(tok: Tokenizer, masks: TextFrameMasks, guards: tuple[bytes, ...], lead: bytes) -> ValueGuards | None:
     """The :class:`ValueGuards` of ``guards`` (``None`` without any), one per
-    vocabulary, closing and guards (the most recent :data:`_GUARD_SETS`)."""
+    vocabulary, closing and guards (the most recently used are kept)."""
     if not guards:
         return None
     key = (tok.fingerprint, masks.close.decode("utf-8", "replace"), masks.close_token, guards, lead)
-    with _masks_lock:
-        found = _guard_sets.get(key)
-        if found is not None:
-            _guard_sets.move_to_end(key)
-            return found
-    made = ValueGuards(tok, masks, guards, lead)
-    with _masks_lock:
-        _guard_sets[key] = made
-        while len(_guard_sets) > _GUARD_SETS:
-            _guard_sets.popitem(last=False)
-    return made
-
-
-_masks: dict[tuple[str, str, int | None], TextFrameMasks] = {}
-_masks_lock = threading.RLock()
+    return _guard_sets.get_or_make(key, lambda: ValueGuards(tok, masks, guards, lead))
 
 
 def text_frame_masks(tok: Tokenizer, close: str, close_token: int | None) -> TextFrameMasks:
     """The masks for ``close`` over ``tok``, built once per process (about
     0.3 s for a 150k vocabulary)."""
     key = (tok.fingerprint, close, close_token)
-    with _masks_lock:
-        if key not in _masks:
-            _masks[key] = TextFrameMasks.build(tok, close, close_token)
-        return _masks[key]
+    found = _masks.get(key)
+    if found is None:
+        with _building:
+            found = _masks.get_or_make(key, lambda: TextFrameMasks.build(tok, close, close_token))
+    return found

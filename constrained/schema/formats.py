@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import idna
 
+from ..caches import cached
+
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"{_OCTET}(\.{_OCTET}){{3}}"
 _H16 = r"[0-9A-Fa-f]{1,4}"
@@ -113,12 +115,19 @@ FORMAT_PATTERNS: dict[str, str] = {
     "hostname": rf"{_LABEL}(\.{_LABEL})*",
 }
 
-_COMPILED = {name: re.compile(pattern) for name, pattern in FORMAT_PATTERNS.items()}
+
+
+@cached(len(FORMAT_PATTERNS))
+def format_regex(format_name: str) -> re.Pattern[str]:
+    """``format_name``'s pattern compiled, on first use: compiling all of
+    them takes 0.1 s, which an import should not pay for formats it may
+    never meet."""
+    return re.compile(FORMAT_PATTERNS[format_name])
 
 
 def format_matches(format_name: str, text: str) -> bool:
     """Whether ``text`` is in ``format_name`` as the constraint enforces it."""
-    return _COMPILED[format_name].fullmatch(text) is not None
+    return format_regex(format_name).fullmatch(text) is not None
 
 
 CHECKED_AFTER_GENERATION = {"hostname": "IDNA A-labels and the 253-character limit"}

@@ -35,6 +35,8 @@ import regex
 
 from re import _constants as sre, _parser as sre_parse  # type: ignore[attr-defined]
 
+from ..caches import cached
+
 logger = logging.getLogger(__name__)
 
 MATCH_TIMEOUT_S = 0.1
@@ -62,7 +64,7 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1024)
+@cached(1024)
 def python_pattern(pattern: str) -> re.Pattern[str] | regex.Pattern[str] | None:
     """``pattern`` compiled by ``re``, else by ``regex``, or ``None`` when
     neither reads it (ECMA's ``\\u{...}`` code points)."""
@@ -121,7 +123,7 @@ class PatternMatcher:
             return True
 
 
-@functools.lru_cache(maxsize=1024)
+@cached(1024)
 def pattern_matcher(pattern: str) -> PatternMatcher:
     """The :class:`PatternMatcher` of ``pattern`` (built once: writing a
     pattern out for RE2 costs more than matching it)."""
@@ -418,7 +420,7 @@ def _python_char(code: int) -> str:
     return f"\\U{code:08x}"
 
 
-@functools.lru_cache(maxsize=4096)
+@cached(4096)
 def _matched_set(text: str, flags: int) -> Ranges:
     """The code points ``re`` matches with ``text`` (one character) under
     ``flags``, found by matching every code point."""
@@ -426,7 +428,7 @@ def _matched_set(text: str, flags: int) -> Ranges:
     return tuple((run.start(), run.end() - 1) for run in runs)
 
 
-@functools.cache
+@cached(1)
 def _every_character() -> str:
     return "".join(map(chr, range(_LAST + 1)))
 

@@ -5,7 +5,7 @@ On disk, under ``$CONSTRAINED_CACHE`` (default ``~/.cache/constrained``)
 ``tokenizer.json`` (8-15 MB) and its token table (1.5-3 MB), named by a key
 of the builder version, the source and the ``tokenizers`` major version, so a
 changed source or builder is rebuilt rather than misread. In the process,
-each loaded built-in or path is kept, so it is loaded once.
+the last loaded built-ins and paths are kept, so each is loaded once.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
+from ..caches import LruCache
 from .core import Tokenizer, tokenizers_module
 
 # Bump when a builder changes what it writes: old cache files are then ignored.
@@ -76,24 +77,20 @@ def write_atomic(path: Path, data: bytes) -> None:
         pass  # an unwritable cache only costs a rebuild next time
 
 
-_PROCESS_CACHE: dict[Any, Tokenizer] = {}
-_PROCESS_LOCK = threading.Lock()
-_KEY_LOCKS: dict[Any, threading.Lock] = {}
+_loaded: LruCache[Any, Tokenizer] = LruCache("loaded tokenizers", 8)
+"""By what was loaded: a built-in's name or a path with its modification
+time and size, and the overrides."""
+_loading = tuple(threading.Lock() for _ in range(8))
+"""Held while a tokenizer loads, one lock per hash of its key: a load takes
+up to seconds, so threads that ask for one tokenizer at once wait for the
+first one's load rather than each loading it."""
 
 
 def once_per_process(key: Any, loader: Callable[[], Tokenizer]) -> Tokenizer:
     """The tokenizer kept under ``key``, loaded by ``loader`` the first time.
     One thread loads; others asking for the same key wait for it."""
-    with _PROCESS_LOCK:
-        tok = _PROCESS_CACHE.get(key)
-        if tok is not None:
-            return tok
-        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with key_lock:
-        with _PROCESS_LOCK:
-            tok = _PROCESS_CACHE.get(key)
-        if tok is None:
-            tok = loader()
-            with _PROCESS_LOCK:
-                _PROCESS_CACHE[key] = tok
-        return tok
+    tok = _loaded.get(key)
+    if tok is None:
+        with _loading[hash(key) % len(_loading)]:
+            tok = _loaded.get_or_make(key, loader)
+    return tok
