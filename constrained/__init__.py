@@ -8,13 +8,14 @@ import warnings as _warnings
 from importlib.metadata import version as _version
 
 from .compiler import CheckResult, CompiledTools, compile_tools
-from .dialects import DIALECTS, get_dialect
+from .dialects import DIALECTS, get_dialect, register_dialect
 from .errors import (
     ArgumentError,
     BudgetError,
     CompileError,
     ConstrainedError,
     ConstraintError,
+    DialectError,
     GenerationError,
     MissingExtraError,
     OptionError,
@@ -54,6 +55,7 @@ __all__ = [
     "ConstrainedError",
     "ConstraintError",
     "ConstraintEvent",
+    "DialectError",
     "GenerationError",
     "GenerationResult",
     "LeftOutTool",
@@ -84,6 +86,7 @@ __all__ = [
     "load_tokenizer",
     "load_tools",
     "parse_tool_calls",
+    "register_dialect",
     "render_tool_calls",
     "repair_arguments",
 ]

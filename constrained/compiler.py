@@ -193,7 +193,7 @@ class CompiledTools:
 
     def _end_markers(self) -> tuple[str, ...]:
         dialect = get_dialect(self.dialect)
-        return tuple(dict.fromkeys(dialect.end_tokens + dialect.call_end_tokens))
+        return tuple(dict.fromkeys(dialect.markup.turn_ends + dialect.markup.ends_after_calls))
 
     def save(self, path: str | Path) -> None:
         """Write the compiled artifact as JSON (the tokenizer is referenced by
@@ -431,7 +431,7 @@ def _compile(
     given = len(tool_set.tools) + len(tool_set.left_out)
     tool_set = writable_tool_set(dialect, tool_set, tok)
     tool_choice = options.tool_choice
-    order = dialect.trained_key_order if options.key_order == "trained" else options.key_order
+    order = dialect.chat.trained_key_order if options.key_order == "trained" else options.key_order
     markers = Markers(tok)
     rules = RuleSet()
     warnings: list[ToolWarning] = []
@@ -460,8 +460,8 @@ def _compile(
             dialect.grammar(),
             "// -- generated --",
             _start_rule(dialect, markers, options, bool(bodies)),
-            f"end_of_turn: {_present(dialect.end_tokens, markers)}",
-            f"end_after_calls: {_present(dialect.call_end_tokens, markers)}",
+            f"end_of_turn: {_present(dialect.markup.turn_ends, markers)}",
+            f"end_after_calls: {_present(dialect.markup.ends_after_calls, markers)}",
             f"tool_body: {' | '.join(f'({b})' for b in bodies)}" if bodies else "",
             rules.text(),
         ]
@@ -482,23 +482,23 @@ def _compile(
 
 def _start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> str:
     tool_choice = options.tool_choice
-    has_block = bool(dialect.reasoning_tokens) and all(map(markers.is_token, dialect.reasoning_tokens))
+    has_block = bool(dialect.reasoning.tokens) and all(map(markers.is_token, dialect.reasoning.tokens))
     if options.reasoning == "open" and not has_block:
         raise OptionError(
             f'reasoning="open": dialect {dialect.name!r} has no reasoning block with tokenizer '
-            f"{markers.tokenizer.name!r} (its markers {', '.join(dialect.reasoning_tokens) or 'none'} "
+            f"{markers.tokenizer.name!r} (its markers {', '.join(dialect.reasoning.tokens) or 'none'} "
             "must be single special tokens)",
             argument="reasoning",
         )
     # An open block is the prompt's: the output must close it first (calls come after reasoning).
     reasoning = "reasoning_rest " if options.reasoning == "open" else "reasoning? " if options.reasoning and has_block else ""
     # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
-    first, later = dialect.text_calls if tool_choice == "auto" and dialect.text_calls else (None, "call")
+    first, later = dialect.markup.text_calls if tool_choice == "auto" and dialect.markup.text_calls else (None, "call")
 
     def calls(first_call: str) -> str:
         if not options.parallel_tool_calls:
             return first_call
-        if dialect.call_separator:
+        if dialect.markup.separator:
             return f"{first_call} (call_separator {later})*"
         return f"{later}+" if first_call == later else f"{first_call} {later}*"
 
@@ -512,13 +512,13 @@ def _start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has
 
 def _check_markers(dialect: Dialect, tok: Tokenizer) -> None:
     markers = Markers(tok)
-    missing = [m for m in dialect.required_tokens if not markers.is_token(m)]
+    missing = [m for m in dialect.markup.required_tokens if not markers.is_token(m)]
     if missing:
         raise CompileError(
             f"dialect {dialect.name!r} needs {', '.join(missing)} as single special tokens, "
             f"but tokenizer {tok.name!r} does not have them"
         )
-    for ends in (dialect.end_tokens, dialect.call_end_tokens):
+    for ends in (dialect.markup.turn_ends, dialect.markup.ends_after_calls):
         if not any(markers.is_token(m) for m in ends):
             raise CompileError(
                 f"dialect {dialect.name!r} ends a turn with one of {', '.join(ends)}, "

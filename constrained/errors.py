@@ -9,6 +9,8 @@ was wrong, where, and why.
     │   ├── UnsatisfiableSchemaError          no value satisfies it
     │   └── SchemaLimitError                  past a size or depth limit
     ├── UnknownDialectError (ValueError)   no dialect of that name
+    ├── DialectError (ValueError)          a dialect that cannot be registered
+    │   └── DuplicateDialectError             its name is another dialect's
     ├── CompileError (ValueError)          the tool set cannot be compiled
     │   └── OptionError                       an option's value (also an ArgumentError)
     ├── ArgumentError (ValueError)         an argument's value
@@ -78,6 +80,15 @@ class SchemaLimitError(SchemaError):
 
 class UnknownDialectError(ConstrainedError, ValueError):
     """A dialect name that is not one of :data:`constrained.dialects.DIALECTS`."""
+
+
+class DialectError(ConstrainedError, ValueError):
+    """A dialect cannot be registered: a group or hook it lacks, a group of
+    the wrong type, or a grammar without the rules the compiler needs."""
+
+
+class DuplicateDialectError(DialectError):
+    """A dialect registered under a name another dialect already has."""
 
 
 class CompileError(ConstrainedError, ValueError):

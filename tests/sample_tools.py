@@ -27,11 +27,11 @@ def reads_cut_off_call(dialect: str, prefix: str) -> bool:
     that the dialect reads anyway (hermes: a whole JSON object after the
     last ``<tool_call>``)."""
     chosen = DIALECTS[dialect]
-    start = prefix.rfind(chosen.call_open)
-    if not chosen.reads_cut_off_call or start < 0 or chosen.call_close in prefix[start:]:
+    start = prefix.rfind(chosen.markup.open)
+    if not chosen.drift.reads_cut_off_call or start < 0 or chosen.markup.close in prefix[start:]:
         return False
     try:
-        json.loads(prefix[start + len(chosen.call_open) :])
+        json.loads(prefix[start + len(chosen.markup.open) :])
     except ValueError:
         return False
     return True

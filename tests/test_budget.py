@@ -154,7 +154,7 @@ def test_under_auto_no_call_opens_where_none_fits(dialect: str) -> None:
     is text that ends in time, never a call cut off."""
     tok = tokenizer(dialect)
     auto = compile_tools([ORDER], dialect, tok, tool_choice="auto", reasoning=False)
-    opening = tok.token_id(get_dialect(dialect).call_open)
+    opening = tok.token_id(get_dialect(dialect).markup.open)
     call = len(closing_search(auto).plan(_opened(auto, opening), 1000) or [])
     budget = 12
     assert call > budget

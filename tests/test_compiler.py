@@ -129,9 +129,9 @@ TIME_CALL = {
     "functiongemma": "<start_function_call>call:get_time{tz:<escape>UTC<escape>}<end_function_call>",
 }
 # What goes between two calls, what opens and what closes one.
-SEPARATOR = {name: dialect.call_separator for name, dialect in DIALECTS.items()}
-TRIGGER = {name: dialect.call_open for name, dialect in DIALECTS.items()}
-CALL_CLOSE = {name: dialect.call_close for name, dialect in DIALECTS.items()}
+SEPARATOR = {name: dialect.markup.separator for name, dialect in DIALECTS.items()}
+TRIGGER = {name: dialect.markup.open for name, dialect in DIALECTS.items()}
+CALL_CLOSE = {name: dialect.markup.close for name, dialect in DIALECTS.items()}
 # A reasoning block as each family writes it (FunctionGemma has none).
 REASONING = {
     "qwen3_coder": "<think>\nThe user wants the notes saved.\n</think>\n\n",
@@ -268,7 +268,7 @@ def test_turn_must_be_allowed_to_end_after_the_text(dialect):
     required = compiled(TOOLS, dialect, tool_choice="required")
     refused = required.check("")
     assert (refused.accepted, refused.token_index, refused.byte_offset) == (False, 0, 0)
-    assert get_dialect(dialect).call_open in refused.allowed_markers  # what the output must start with
+    assert get_dialect(dialect).markup.open in refused.allowed_markers  # what the output must start with
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ from sample_tools import RAW_DIALECTS, reads_cut_off_call
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
-SEPARATORS = {name: dialect.call_separator for name, dialect in DIALECTS.items()}
+SEPARATORS = {name: dialect.markup.separator for name, dialect in DIALECTS.items()}
 FULL = {"qwen3_coder", "gemma4"}
 STRIDE = 3
 
@@ -260,7 +260,7 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
     gemma = get_dialect(dialect)
     assert isinstance(gemma, Gemma4)
     body = ",".join(f"{key}:{value}" for key, value in members)
-    return f"{gemma.call_open}call:{name}{{{body}}}{gemma.call_close}"
+    return f"{gemma.markup.open}call:{name}{{{body}}}{gemma.markup.close}"
 
 
 def example(frame: Frame, schema: NormalizedSchema) -> Any:

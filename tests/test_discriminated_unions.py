@@ -337,7 +337,7 @@ def test_the_stream_gives_what_the_parser_gives_cut_anywhere(data):
     """Several calls of the union tools in one output, cut at random."""
     dialect = data.draw(st.sampled_from(DIALECTS))
     calls = data.draw(st.lists(st.sampled_from(CALLS), min_size=1, max_size=3))
-    text = get_dialect(dialect).call_separator.join(render(call, dialect) for call in calls)
+    text = get_dialect(dialect).markup.separator.join(render(call, dialect) for call in calls)
     cuts = sorted(set(data.draw(st.lists(st.integers(1, len(text) - 1), max_size=10))))
     bounds = [0, *cuts, len(text)]
     check_stream(dialect, text, [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a])

@@ -11,7 +11,6 @@ import functools
 import pytest
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
-from constrained.runtime import frame_tracker
 from constrained.runtime.constraint import ToolCallConstraint
 from constrained.runtime.frame_tracker import FrameTracker, TrackerMemo, frame_trackers
 from constrained.tokenizers import Tokenizer
@@ -44,7 +43,7 @@ class _Forgetful(dict):
 
 def byte_by_byte() -> TrackerMemo:
     memo = TrackerMemo()
-    memo.quiet, memo.closes, memo.openings = _NeverQuiet(), _Forgetful(), _Forgetful()
+    memo.quiet.table, memo.closes.table, memo.openings.table = _NeverQuiet(), _Forgetful(), _Forgetful()
     return memo
 
 
@@ -78,7 +77,7 @@ def test_a_tracker_with_a_learned_memo_stands_where_byte_by_byte_matching_does(d
             warm.feed(token)
         (learned,) = frame_trackers(compiled, 1, shared=shared)  # type: ignore[arg-type, misc]
         (plain,) = frame_trackers(compiled, 1, shared=byte_by_byte())  # type: ignore[arg-type, misc]
-        assert shared.quiet and any(shared.quiet.values())
+        assert shared.quiet and any(shared.quiet.table.values())
         for position, token in enumerate(tokens):
             learned.feed(token)
             plain.feed(token)
@@ -97,14 +96,13 @@ def test_a_tool_sets_requests_share_one_memo_and_what_it_looked_up() -> None:
     assert second._trackers[0]._value_kind is first._trackers[0]._value_kind
 
 
-def test_a_memo_table_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(frame_tracker, "_MEMO_LIMIT", 3)
-    memo = TrackerMemo()
+def test_a_memo_table_starts_over_when_full() -> None:
+    memo = TrackerMemo(limit=3)
     for key in range(3):
-        memo.learn(memo.closes, bytes([key]), None)
+        memo.closes.learn(bytes([key]), None)
     assert len(memo.closes) == 3
-    memo.learn(memo.closes, b"x", "tool")
-    assert memo.closes == {b"x": "tool"}
+    memo.closes.learn(b"x", "tool")
+    assert memo.closes.table == {b"x": "tool"}
 
 
 def test_the_closing_state_after_text_is_where_its_bytes_lead_from_the_tracker() -> None:

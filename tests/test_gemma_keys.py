@@ -145,7 +145,7 @@ def test_the_call_of_the_issue_is_accepted():
 def test_undeclared_colon_keys_are_rejected(compiled, body):
     dialect, ct = compiled
     chosen = get_dialect(dialect)
-    text = f"{chosen.call_open}call:{body.replace('<q>', chosen.string_delimiter)}{chosen.call_close}"
+    text = f"{chosen.markup.open}call:{body.replace('<q>', chosen.string_delimiter)}{chosen.markup.close}"
     assert not ct.check(text).accepted
     result = parse_tool_calls(text, TOOLS, dialect)
     assert result.tool_calls == [] and len(result.errors) == 1
@@ -191,7 +191,7 @@ def test_streamed_fragments_equal_the_final_arguments(dialect, size):
 def test_an_open_string_streams_under_its_colon_key(dialect):
     delimiter = get_dialect(dialect).string_delimiter
     stream = ToolCallStreamParser(TOOLS, dialect)
-    head = f"{get_dialect(dialect).call_open}call:card{{a:b:{delimiter}hel"
+    head = f"{get_dialect(dialect).markup.open}call:card{{a:b:{delimiter}hel"
     deltas = stream.feed(head)
     sent = "".join(c["function"]["arguments"] for d in deltas for c in d.get("tool_calls", []))
     assert sent == '{"a:b": "hel'

@@ -69,10 +69,10 @@ def test_an_unknown_dialect_names_the_known_ones():
 @pytest.mark.parametrize("name", NAMES)
 def test_lark_defines_the_rules_the_compiler_uses(name):
     dialect, rules = get_dialect(name), _lark(name)
-    needed = {"text", "call", dialect.value_syntax.free_rule, *(dialect.text_calls or ())}
+    needed = {"text", "call", dialect.value_syntax.free_rule, *(dialect.markup.text_calls or ())}
     assert needed <= set(rules), f"missing: {sorted(needed - set(rules))}"
-    assert ("reasoning" in rules) == bool(dialect.reasoning_tokens)
-    assert ("call_separator" in rules) == bool(dialect.call_separator)
+    assert ("reasoning" in rules) == bool(dialect.reasoning.tokens)
+    assert ("call_separator" in rules) == bool(dialect.markup.separator)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -93,7 +93,7 @@ def test_lark_refers_only_to_its_own_rules_and_tool_body(name):
 def test_lark_special_tokens_are_the_dialects_markers(name):
     dialect, rules = get_dialect(name), _lark(name)
     used = set().union(*(_tokens(body, "special") for body in rules.values()))
-    markers = {*dialect.required_tokens, *dialect.reasoning_tokens}
+    markers = {*dialect.markup.required_tokens, *dialect.reasoning.tokens}
     assert used <= markers, f"not markers of {name}: {sorted(used - markers)}"
 
 
@@ -101,10 +101,10 @@ def test_lark_special_tokens_are_the_dialects_markers(name):
 def test_the_call_runs_between_the_scanners_markers(name):
     dialect, rules = get_dialect(name), _lark(name)
     call = rules["call"]
-    assert call.startswith(dialect.call_open + " ") and call.endswith(" " + dialect.call_close)
-    if dialect.reasoning_tokens:
-        opening, closing = dialect.reasoning_tokens
-        label = f"{literal(dialect.reasoning_label)} " if dialect.reasoning_label else ""
+    assert call.startswith(dialect.markup.open + " ") and call.endswith(" " + dialect.markup.close)
+    if dialect.reasoning.tokens:
+        opening, closing = dialect.reasoning.tokens
+        label = f"{literal(dialect.reasoning.label)} " if dialect.reasoning.label else ""
         # A block is its opening, the label the parser reads, then the rest a prompt may have opened.
         assert rules["reasoning"] == f"{opening} {label}reasoning_rest"
         assert closing in _tokens(rules["reasoning_rest"], "special") and opening not in _tokens(rules["reasoning_rest"], "special")
@@ -113,8 +113,8 @@ def test_the_call_runs_between_the_scanners_markers(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_call_separator_is_the_dialects_text(name):
     dialect, rules = get_dialect(name), _lark(name)
-    if dialect.call_separator:
-        assert rules["call_separator"] == literal(dialect.call_separator)
+    if dialect.markup.separator:
+        assert rules["call_separator"] == literal(dialect.markup.separator)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -11,12 +11,15 @@ import random
 import pytest
 
 from constrained.frames.toolset import normalize_tools
+from constrained.grammar.syntax import JSON_SHAPE, WalkShape
 from constrained.runtime.json_walk import BACK, MARK, JsonWalk, WalkMemo
 
 
 def new_walk(parameters: dict, delimiter: int | None = None) -> JsonWalk:
+    """A walk of JSON, or with ``delimiter`` of Gemma's shape (delimited strings, bare keys)."""
     tool = normalize_tools([{"type": "function", "function": {"name": "t", "parameters": parameters}}])[0]
-    return JsonWalk(tool.root, tool.schema.definitions, WalkMemo(), delimiter)
+    shape = JSON_SHAPE if delimiter is None else WalkShape(delimiter, bare_keys=True, ends_at_value=True)
+    return JsonWalk(tool.root, tool.schema.definitions, WalkMemo(), shape)
 
 
 def place(walk: JsonWalk, feeds: list[tuple[bytes, int | None]]) -> tuple[tuple[int, ...], bool, int | None]:
@@ -146,7 +149,7 @@ def test_a_step_fed_as_bytes_is_learned_and_lands_where_the_bytes_lead():
     memo = WalkMemo()
     pieces = [(b'{"ci', None), (b'ty": "Paris", "tags": [', None), (b'"a"]}', None)]
     first = place(JsonWalk(tool.root, tool.schema.definitions, memo), pieces)
-    learned = [key for key in memo.steps if isinstance(key[1], bytes)]
+    learned = [key for key in memo.steps.table if isinstance(key[1], bytes)]
     assert len(learned) == len(pieces)
     again = place(JsonWalk(tool.root, tool.schema.definitions, memo), pieces)
     assert again == first == place(new_walk(OBJECT), pieces)

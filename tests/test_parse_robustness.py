@@ -43,7 +43,7 @@ def test_the_sample_calls_round_trip():
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 def test_every_prefix_parses_without_raising_and_never_completes_a_cut_call(dialect):
     text = rendered(dialect)
-    closing = DIALECTS[dialect].call_close
+    closing = DIALECTS[dialect].markup.close
     complete_ends = []
     position = 0
     while (found := text.find(closing, position)) >= 0:

@@ -14,14 +14,14 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 PUBLIC = {
     # entry points
     "compile_tools", "parse_tool_calls", "ToolCallStreamParser", "render_tool_calls", "repair_arguments",
-    "generate", "load_model", "load_tools", "load_tokenizer", "get_dialect", "DIALECTS",
+    "generate", "load_model", "load_tools", "load_tokenizer", "get_dialect", "register_dialect", "DIALECTS",
     # options and results
     "CompileOptions", "CompiledTools", "CheckResult", "ToolCallConstraint", "ConstraintEvent", "ParseResult",
     "RejectedCall", "RepairResult", "GenerationResult", "LeftOutTool", "Tool", "Tokenizer",
     # the transformers hook
     "ToolCallLogitsProcessor", "ToolCallStoppingCriteria",
     # errors
-    "ConstrainedError", "ArgumentError", "BudgetError", "CompileError", "ConstraintError", "GenerationError", "OptionError",
+    "ConstrainedError", "ArgumentError", "BudgetError", "CompileError", "ConstraintError", "DialectError", "GenerationError", "OptionError",
     "SchemaError", "SchemaLimitError", "SchemaWarning", "StreamClosedError", "ToolDefinitionError",
     "UnknownDialectError", "UnsatisfiableSchemaError", "TokenizerError", "MissingExtraError",
     "__version__",

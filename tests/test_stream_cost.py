@@ -104,7 +104,7 @@ def test_long_values_full_of_markup_stream_as_the_parser_reads_them(dialect, ste
     assert parser.result == expected
     # The long string streams as it comes: nearly all of it is sent before
     # the feed that brings the end of its call.
-    end = text.index(DIALECTS[dialect].call_close) + len(DIALECTS[dialect].call_close)
+    end = text.index(DIALECTS[dialect].markup.close) + len(DIALECTS[dialect].markup.close)
     early = "".join(
         call["function"]["arguments"]
         for fed_to, deltas in fed
@@ -155,7 +155,7 @@ def shapes(dialect: str, size: int) -> dict[str, str]:
         "string value": rendered(dialect, [write_file(markup(size, 5))], before="Writing it.\n"),
         "nested value": rendered(dialect, [edit(size // 6, 6)]),
         "prose": "Some prose, <b>markup</b> and `code`, no call.\n" * (size // 46),
-        "marker in prose": f"Say {chosen.call_open} is a tag.\n" + "More prose, no call.\n" * (size // 21),
+        "marker in prose": f"Say {chosen.markup.open} is a tag.\n" + "More prose, no call.\n" * (size // 21),
         "many calls": (small + "\n") * (size // (len(small) + 1)),
     }
     block = chosen.reasoning_block()
@@ -163,8 +163,8 @@ def shapes(dialect: str, size: int) -> dict[str, str]:
         texts["reasoning"] = f"{block.opening}{block.label}{markup(size, 7)}{block.closing}\nDone."
         if block.interleaved:  # a later block, after some text
             texts["later reasoning"] = f"Let me look.{block.opening}{markup(size, 9)}{block.closing}Done."
-    if chosen.bare_call_ends:  # a call whose opening marker the model left out
-        texts["bare call"] = rendered(dialect, [write_file(markup(size, 8))])[len(chosen.call_open) :]
+    if chosen.drift.bare_call_ends:  # a call whose opening marker the model left out
+        texts["bare call"] = rendered(dialect, [write_file(markup(size, 8))])[len(chosen.markup.open) :]
     return texts
 
 

@@ -72,10 +72,10 @@ def pieces(draw, dialect: str) -> str:
         text = render_tool_calls([valid_call(draw)], TOOLS, dialect)
         return text[: draw(st.integers(1, len(text) - 1))]
     if kind == "bare":  # a call without its opening marker, or both (drifted output)
-        text = render_tool_calls([valid_call(draw)], TOOLS, dialect)[len(chosen.call_open) :]
-        return text if draw(st.booleans()) else text[: -len(chosen.call_close)]
+        text = render_tool_calls([valid_call(draw)], TOOLS, dialect)[len(chosen.markup.open) :]
+        return text if draw(st.booleans()) else text[: -len(chosen.markup.close)]
     if kind == "marker":
-        marker = draw(st.sampled_from(["<tool_call>", chosen.call_open, chosen.call_close]))
+        marker = draw(st.sampled_from(["<tool_call>", chosen.markup.open, chosen.markup.close]))
         return draw(st.sampled_from([f"Say {marker} is a tag.", marker, f"{marker}\n"]))
     block = chosen.reasoning_block()
     if kind == "reasoning" and block is not None:
@@ -165,6 +165,6 @@ def test_prose_streams_at_once_and_a_marker_tail_only_until_it_cannot_be_one():
     for dialect, chosen in DIALECTS.items():
         parser = ToolCallStreamParser(TOOLS, dialect)
         assert parser.feed("Hello, ") == [{"content": "Hello, "}]
-        partial = chosen.call_open[:3]
+        partial = chosen.markup.open[:3]
         assert parser.feed(partial) == []
         assert parser.feed("!") == [{"content": partial + "!"}]

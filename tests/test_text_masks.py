@@ -96,10 +96,10 @@ def compiled_for(dialect: str, tools, tok=None, **options):
 
 def rendered_tokens(compiled, calls) -> list[int]:
     tok, dialect = compiled.tokenizer, get_dialect(compiled.dialect)
-    text = dialect.call_separator.join(
+    text = dialect.markup.separator.join(
         render_tool_calls([{"name": n, "arguments": a}], compiled.tools, compiled.dialect) for n, a in calls
     )
-    end = next(marker for marker in dialect.call_end_tokens if Markers(tok).is_token(marker))
+    end = next(marker for marker in dialect.markup.ends_after_calls if Markers(tok).is_token(marker))
     return tok.encode(text) + [tok.token_id(end)]
 
 

@@ -1,7 +1,28 @@
-"""The tool-call dialects, by name (:mod:`.registry` finds them)."""
+"""The tool-call dialects, by name (:mod:`.registry` holds them), and what
+a dialect of another package is made of: the base class, its groups of
+settings, and what its hooks return."""
 
 from __future__ import annotations
 
-from .registry import DIALECTS, get_dialect
+from ..grammar.syntax import JSON_SYNTAX
+from .base import Dialect, Markers
+from .segments import Malformed, Parsed, Value
+from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
+from .registry import DIALECTS, ENTRY_POINT_GROUP, get_dialect, register_dialect
 
-__all__ = ["DIALECTS", "get_dialect"]
+__all__ = [
+    "DIALECTS",
+    "ENTRY_POINT_GROUP",
+    "JSON_SYNTAX",
+    "CallMarkup",
+    "ChatFormat",
+    "Dialect",
+    "Drift",
+    "Malformed",
+    "Markers",
+    "Parsed",
+    "ReasoningMarkup",
+    "Value",
+    "get_dialect",
+    "register_dialect",
+]

@@ -1,19 +1,20 @@
 """What a dialect is: the bytes a model family writes for tool calls.
 
-A dialect module supplies the grammar file with its fixed parts, the special
-tokens it relies on, how one call of a tool is written (as Lark, from the
-tool's frames) and how a call is rendered as text. The compiler does the rest
-(tool_choice, parallel calls, caching), so a new dialect is one module plus
-one ``.lark`` file.
+A dialect supplies the grammar file with its fixed parts, its markers and
+formats as data (:mod:`.description`), how one call of a tool is written
+(as Lark, from the tool's frames), how a call's text is read and how a call
+is rendered as text. The compiler does the rest (tool_choice, parallel
+calls, caching), so a new dialect is one class, one ``.lark`` file and one
+registration.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 from abc import ABC, abstractmethod
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any, ClassVar
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -25,6 +26,7 @@ from ..grammar.syntax import ValueSyntax
 from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames, union_branch
 from ..tokenizers import Tokenizer
+from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
 from .segments import CallSegment, Partial, ReasoningBlock, Segment, Value, scan
 
 if TYPE_CHECKING:
@@ -48,86 +50,33 @@ class Markers:
 
 
 class Dialect(ABC):
-    """One tool-call syntax."""
+    """One tool-call syntax: its identity, its groups of settings
+    (:mod:`.description`), its value syntax and grammar, and the hooks that
+    cannot be data. Register an instance with
+    :func:`~constrained.dialects.registry.register_dialect`."""
 
     name: ClassVar[str]
+    """The name the compiler, parser, CLI and serving plug-ins know it by."""
     family: ClassVar[str]
     """The models that write this syntax, for help texts."""
-    value_syntax: ClassVar[ValueSyntax]
-    trained_key_order: ClassVar[str]
-    """Key order the family's chat template renders: "schema" or "alphabetical"."""
-    end_tokens: ClassVar[tuple[str, ...]]
-    """Markers that end a turn of text; those the tokenizer has are allowed
-    (at least one must exist)."""
-    call_end_tokens: ClassVar[tuple[str, ...]]
-    """Markers that end a turn after tool calls, likewise."""
-    reasoning_tokens: ClassVar[tuple[str, ...]] = ()
-    """Markers of the reasoning block (rule ``reasoning``); without them in
-    the vocabulary the block is left out."""
-    thinks_by_default: ClassVar[bool] = True
-    """Whether the family's chat template lets the model open a reasoning
-    block when the request does not say (``enable_thinking``); a server
-    allows the block only then."""
-    call_separator: ClassVar[str] = "\n"
-    """The text between two calls of one turn (the ``.lark`` file's rule
-    ``call_separator``); empty where calls are adjacent."""
     default_tokenizer: ClassVar[str] = "qwen3"
     """The built-in tokenizer that has this dialect's markers."""
-    text_calls: ClassVar[tuple[str, str] | None] = None
-    """Under ``tool_choice="auto"``: the rule of a first call that holds the
-    free text before it (its opening is text, so the text ends where it
-    begins) and the rule of any later call, or ``None``."""
-    call_open: ClassVar[str] = "<tool_call>"
-    call_close: ClassVar[str] = "</tool_call>"
-    reasoning_label: ClassVar[str] = ""
-    """Text the family writes right after the reasoning opening and that is
-    not reasoning (Gemma's ``thought\n``): the grammar writes it, the parser
-    reads it when it is there."""
-    interleaved_reasoning: ClassVar[bool] = False
-    """Whether the parser reads a complete reasoning block after some text
-    (before a call) as reasoning too; the grammar writes one leading block."""
-    lone_reasoning_closing: ClassVar[bool] = False
-    """Whether the parser reads a reasoning closing marker with no block open
-    as the end of an empty block (the marker is not content)."""
-    prompt_opens_reasoning: ClassVar[bool] = False
-    """Whether the family's thinking templates end the generation prompt
-    inside the reasoning block (then :meth:`chat_prompt` does too, when
-    asked for reasoning ``"open"``)."""
+    value_syntax: ClassVar[ValueSyntax]
+    """How values are written inside calls."""
+    grammar_source: ClassVar[str | Traversable | None] = None
+    """The grammar's fixed parts: Lark text, or a ``.lark`` file; ``None``
+    for a built-in dialect (``grammars/<name>.lark`` of the package)."""
+    markup: ClassVar[CallMarkup]
+    """How calls are marked and turns end."""
+    reasoning: ClassVar[ReasoningMarkup] = ReasoningMarkup()
+    """How reasoning is marked (by default: it is not)."""
+    drift: ClassVar[Drift] = Drift()
+    """What the parser reads beyond the grammar (by default: nothing)."""
+    chat: ClassVar[ChatFormat] = ChatFormat()
+    """The family's chat format."""
     reasoning_opened: bool = False
     """Whether the text this dialect reads starts inside a reasoning block
-    the prompt opened (see :meth:`opened`)."""
-    argument_key: ClassVar[str | None] = None
-    """Regex of an argument key written in the call's own markup (XML-style
-    dialects), for keys that are not declared and for the declared ones'
-    check; ``None``: arguments are a value, keys as :attr:`value_syntax` has them."""
-    arguments_opening: ClassVar[re.Pattern[bytes] | None] = None
-    """In a dialect that writes a call's arguments as one JSON value: matches,
-    in full, the call's markup from its opening token to where the arguments
-    begin; group ``tool`` is the tool's name as a JSON string (the
-    constraint follows the arguments from there, :mod:`constrained.runtime.json_walk`)."""
-    bare_call_ends: ClassVar[tuple[str, ...]] = ()
-    """Where :meth:`scan` also reads calls without :attr:`call_open` (drift):
-    the texts that may end such a call running to the end of the text
-    (besides :attr:`call_open`); until one comes, the scan reads it the
-    same, running on."""
-    reads_cut_off_call: ClassVar[bool] = False
-    """Whether a last call cut off before :attr:`call_close` at the very end
-    of the text is read when its body is complete (hermes: a whole JSON
-    object says where it ends; elsewhere such a call stays malformed)."""
-    python_literals: ClassVar[bool] = False
-    """Whether the grammar lets raw values be ``True``/``False``/``None``."""
-    chat_prefix: ClassVar[str] = ""
-    """Text a conversation starts with (a BOS marker), for :meth:`chat_prompt`."""
-    chat_turn: ClassVar[str] = "<|im_start|>{role}\n{text}<|im_end|>\n"
-    """One turn of the family's chat format."""
-    chat_roles: ClassVar[dict[str, str]] = {}
-    """Role names the family spells differently (``assistant`` -> ``model``)."""
-
-    @property
-    def required_tokens(self) -> tuple[str, ...]:
-        """Markers that must be single tokens of the tokenizer: the call's
-        opening and closing."""
-        return (self.call_open, self.call_close)
+    the prompt opened (see :meth:`reading`)."""
 
     def chat_prompt(
         self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool], reasoning: Reasoning = True
@@ -137,21 +86,22 @@ class Dialect(ABC):
         turn, the messages (an assistant's earlier ``tool_calls`` written
         after its content as the model writes them), and the opening of the
         assistant's turn, then the reasoning opening where the family's
-        thinking template writes it (:attr:`prompt_opens_reasoning`, with
+        thinking template writes it (``reasoning.prompt_opens``, with
         ``reasoning`` on) or ``reasoning`` is ``"open"``."""
         system = [{"role": "system", "content": self.declare_tools(tools)}] if tools else []
         by_name = {tool.name: tool for tool in tools}
-        text = self.chat_prefix
+        chat = self.chat
+        text = chat.prefix
         for message in system + list(messages):
             role = str(message.get("role", "user"))
             content = message.get("content")
             body = "" if content is None else content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
             body += "".join(self._history_call(call, by_name) for call in message.get("tool_calls") or ())
-            text += self.chat_turn.format(role=self.chat_roles.get(role, role), text=body)
-        opening = self.chat_turn.split("{text}")[0]
-        text += opening.format(role=self.chat_roles.get("assistant", "assistant"))
+            text += chat.turn.format(role=chat.roles.get(role, role), text=body)
+        opening = chat.turn.split("{text}")[0]
+        text += opening.format(role=chat.roles.get("assistant", "assistant"))
         block = self.reasoning_block()
-        if block is not None and (reasoning == "open" or (reasoning is True and self.prompt_opens_reasoning)):
+        if block is not None and (reasoning == "open" or (reasoning is True and self.reasoning.prompt_opens)):
             text += block.opening + (block.label or "\n")
         return text
 
@@ -164,7 +114,7 @@ class Dialect(ABC):
             raise ArgumentError(f"the conversation calls tool {name!r}, which is not among the tools", argument="messages")
         if isinstance(arguments, str):
             arguments = json.loads(arguments)
-        return self.render_call(tools[name], arguments, self.trained_key_order)
+        return self.render_call(tools[name], arguments, self.chat.trained_key_order)
 
     def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
         """The tools as the system turn declares them: OpenAI function
@@ -173,8 +123,8 @@ class Dialect(ABC):
         return "You can call these tools:\n" + "\n".join(lines)
 
     def values_syntax(self, markers: Markers) -> ValueSyntax:
-        """How values are written in calls for this tokenizer (the class's
-        :attr:`value_syntax` unless the markers change it)."""
+        """How values are written in calls for this tokenizer
+        (:attr:`value_syntax` unless the markers change it)."""
         return self.value_syntax
 
     def name_problem(self, name: str) -> str | None:
@@ -199,8 +149,20 @@ class Dialect(ABC):
         return self.text_problem(text, top_level=True)
 
     def grammar(self) -> str:
-        """The fixed parts: ``grammars/<name>.lark``."""
-        return resources.files("constrained.grammars").joinpath(f"{self.name}.lark").read_text(encoding="utf-8")
+        """The fixed parts: :attr:`grammar_source`'s text, or for a built-in
+        dialect ``grammars/<name>.lark``."""
+        source = self.grammar_source
+        if isinstance(source, str):
+            return source
+        if source is None:
+            source = resources.files("constrained.grammars").joinpath(f"{self.name}.lark")
+        return source.read_text(encoding="utf-8")
+
+    def chat_template(self) -> str | None:
+        """A Jinja chat template that renders conversations as
+        :meth:`chat_prompt` does, for exporting a model, or ``None`` where
+        the dialect has none."""
+        return None
 
     @abstractmethod
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
@@ -209,7 +171,7 @@ class Dialect(ABC):
     @abstractmethod
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         """The tool name and argument pairs of one call, from the text between
-        :attr:`call_open` and :attr:`call_close` (raises :class:`Malformed`)."""
+        the call's opening and closing markers (raises :class:`Malformed`)."""
 
     def partial_body(self, body: str, resume: Partial | None = None) -> Partial:
         """What an unfinished call's body shows so far, for streaming. By
@@ -236,16 +198,17 @@ class Dialect(ABC):
 
     def reasoning_block(self) -> ReasoningBlock | None:
         """How reasoning is marked in this dialect's output, or ``None``."""
-        tokens = self.reasoning_tokens
-        if len(tokens) != 2:
+        marks = self.reasoning
+        if not marks.tokens:
             return None
+        opening, closing = marks.tokens
         return ReasoningBlock(
-            tokens[0],
-            tokens[1],
-            label=self.reasoning_label,
+            opening,
+            closing,
+            label=marks.label,
             opened=self.reasoning_opened,
-            interleaved=self.interleaved_reasoning,
-            lone_closing=self.lone_reasoning_closing,
+            interleaved=marks.interleaved,
+            lone_closing=marks.lone_closing,
         )
 
     def reading(self, reasoning: Reasoning) -> Dialect:
@@ -283,11 +246,11 @@ class Dialect(ABC):
         ``start``, in the fence state ``fenced``: see :func:`.segments.scan`)."""
         return scan(
             text,
-            call_open=self.call_open,
-            call_close=self.call_close,
+            call_open=self.markup.open,
+            call_close=self.markup.close,
             parse_body=self.parse_body,
             reasoning=self.reasoning_block(),
-            cut_off_call=self.reads_cut_off_call,
+            cut_off_call=self.drift.reads_cut_off_call,
             start=start,
             fenced=fenced,
         )
@@ -309,7 +272,7 @@ class Dialect(ABC):
     def arranged(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> dict[str, Any]:
         """``arguments`` with the keys of every object, nested ones too, in the
         order the grammar expects for ``key_order``."""
-        order = self.trained_key_order if key_order in ("trained", "any") else key_order
+        order = self.chat.trained_key_order if key_order in ("trained", "any") else key_order
         return arrange(arguments, tool.root, tool.schema, order)
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, StringFrame, UnionFrame, resolve_frame
 from ..grammar.lark import literal, literals
 from ..grammar.emitter import ValueEmitter
-from ..grammar.syntax import ValueSyntax
+from ..grammar.syntax import NotWalkable, ValueSyntax, WalkShape
 from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames
 from .base import Dialect, Markers, openai_function
@@ -57,6 +57,14 @@ class GemmaSyntax(ValueSyntax):
 
     def delimit(self, text: str) -> str:
         return f"{self.string_delimiter} {text} {self.string_delimiter}"
+
+    def walk_shape(self, markers: Markers) -> WalkShape | NotWalkable:
+        if self.excluded_text is not None:  # the walk's free leaves are llguidance's plain ones
+            return NotWalkable("its strings keep a closing marker out of their text, which the walk does not follow")
+        delimiter = markers.tokenizer.token_id(self.string_delimiter)
+        if delimiter is None or not markers.is_token(self.string_delimiter):
+            return NotWalkable(f"its string delimiter {self.string_delimiter!r} is not one special token")
+        return WalkShape(delimiter, bare_keys=True, ends_at_value=True)
 
 
 def gemma_syntax(string_delimiter: str) -> GemmaSyntax:

@@ -26,6 +26,7 @@ from ..frames.toolset import NormalizedTool
 from ..frames.types import json_types
 from ..frames.accepts import member_frames
 from .base import Markers
+from .description import CallMarkup, ChatFormat, ReasoningMarkup
 from .raw_values import (
     RawTextSyntax,
     RawValueDialect,
@@ -53,15 +54,14 @@ _BROKEN_NAME = re.compile(r"\S\s*\n\s*\S")
 class Glm45(RawValueDialect):
     name = "glm45"
     family = "GLM-4.5, GLM-4.6"
-    argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
-    trained_key_order = "schema"
-    end_tokens = ("<|user|>", "<|endoftext|>")
-    call_end_tokens = ("<|observation|>", "<|endoftext|>")
-    chat_prefix = "[gMASK]<sop>"
-    chat_turn = "<|{role}|>\n{text}"
-    reasoning_tokens = ("<think>", "</think>")
-    interleaved_reasoning = True
+    markup = CallMarkup(
+        turn_ends=("<|user|>", "<|endoftext|>"),
+        ends_after_calls=("<|observation|>", "<|endoftext|>"),
+        argument_key=_KEY_TEXT,
+    )
+    reasoning = ReasoningMarkup(tokens=("<think>", "</think>"), interleaved=True)
+    chat = ChatFormat(prefix="[gMASK]<sop>", turn="<|{role}|>\n{text}")
     newline = "\n"
     any_guard = re.compile(re.escape(OPEN_KEY))
 
@@ -135,7 +135,7 @@ class Glm45(RawValueDialect):
             f"{OPEN_KEY}{key}{CLOSE_KEY}{nl}{OPEN_VALUE}{raw_text(value)}{CLOSE}{nl}"
             for key, value in self.arranged(tool, arguments, key_order).items()
         )
-        return f"{self.call_open}{tool.name}{nl}{pairs}{self.call_close}"
+        return f"{self.markup.open}{tool.name}{nl}{pairs}{self.markup.close}"
 
     def walk(self, body: str, *, final: bool, resume: Partial | None = None) -> Partial:
         """The name, then ``<arg_key>K</arg_key>`` / ``<arg_value>V</arg_value>``
@@ -245,6 +245,6 @@ def _no_constant(word: str) -> Any:
 class Glm47(Glm45):
     name = "glm47"
     family = "GLM-4.7"
-    prompt_opens_reasoning = True
+    markup = replace(Glm45.markup, separator="")
+    reasoning = replace(Glm45.reasoning, prompt_opens=True)
     newline = ""
-    call_separator = ""

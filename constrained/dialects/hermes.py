@@ -19,6 +19,7 @@ from ..grammar.emitter import ValueEmitter
 from ..grammar.syntax import JSON_SYNTAX
 from ..frames.toolset import NormalizedTool
 from .base import Dialect, Markers
+from .description import CallMarkup, Drift, ReasoningMarkup
 from .segments import Decoded, Malformed, Nested, OpenValue, Parsed, Partial, Value
 
 
@@ -30,12 +31,13 @@ class Hermes(Dialect):
     name = "hermes"
     family = "Qwen2.5, Qwen3 (JSON in tags)"
     value_syntax = JSON_SYNTAX
-    trained_key_order = "schema"
-    end_tokens = ("<|im_end|>",)
-    call_end_tokens = ("<|im_end|>",)
-    reasoning_tokens = ("<think>", "</think>")
-    reads_cut_off_call = True
-    arguments_opening = re.compile(rb'\n\{"name": (?P<tool>' + _STRING.encode() + rb'), "arguments": ')
+    markup = CallMarkup(
+        turn_ends=("<|im_end|>",),
+        ends_after_calls=("<|im_end|>",),
+        arguments_opening=re.compile(rb'\n\{"name": (?P<tool>' + _STRING.encode() + rb'), "arguments": '),
+    )
+    reasoning = ReasoningMarkup(tokens=("<think>", "</think>"))
+    drift = Drift(reads_cut_off_call=True)
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         name = json.dumps(tool.name, ensure_ascii=False)
@@ -44,7 +46,7 @@ class Hermes(Dialect):
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         ordered = self.arranged(tool, arguments, key_order)
         body = json.dumps({"name": tool.name, "arguments": ordered}, ensure_ascii=False)
-        return f"{self.call_open}\n{body}\n{self.call_close}"
+        return f"{self.markup.open}\n{body}\n{self.markup.close}"
 
     def parse_body(self, body: str) -> tuple[str, list[tuple[str, Value]]]:
         """``{"name": ..., "arguments": {...}}`` with any JSON whitespace

@@ -29,6 +29,7 @@ from ..grammar.emitter import ValueEmitter
 from ..grammar.syntax import JSON_SYNTAX
 from ..frames.toolset import NormalizedTool
 from .base import Markers
+from .description import CallMarkup, Drift, ReasoningMarkup
 from .raw_values import (
     RawTextSyntax,
     RawValueDialect,
@@ -86,23 +87,25 @@ def _parameter(key: str) -> str:
 class Qwen3Coder(RawValueDialect):
     name = "qwen3_coder"
     family = "Qwen3-Coder, Qwen3.5, Qwen3.6"
-    argument_key = _KEY_TEXT
     value_syntax = JSON_SYNTAX
-    trained_key_order = "schema"
-    end_tokens = ("<|im_end|>",)
-    call_end_tokens = ("<|im_end|>",)
-    reasoning_tokens = ("<think>", "</think>")
-    prompt_opens_reasoning = True
-    thinks_by_default = False  # Qwen3-Coder has no thinking mode
-    python_literals = True
+    markup = CallMarkup(
+        turn_ends=("<|im_end|>",),
+        ends_after_calls=("<|im_end|>",),
+        text_calls=("text_bare_call", "any_call"),
+        argument_key=_KEY_TEXT,
+    )
+    reasoning = ReasoningMarkup(
+        tokens=("<think>", "</think>"),
+        prompt_opens=True,
+        thinks_by_default=False,  # Qwen3-Coder has no thinking mode
+    )
+    drift = Drift(bare_call_ends=(END_FUNCTION,), python_literals=True)
     value_lead = "\n"
     value_trail = "\n"
     any_guard = re.compile(
         rf"\n({re.escape(CLOSING)})?({re.escape(OPEN_PARAMETER)}{_KEY_TEXT}{re.escape(TAG_END)}"
         rf"|{re.escape(END_FUNCTION)})(?=\n)"
     )
-    text_calls = ("text_bare_call", "any_call")
-    bare_call_ends = (END_FUNCTION,)
 
     def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
         """A line that is ``<parameter=KEY>`` of a declared KEY or
@@ -127,7 +130,7 @@ class Qwen3Coder(RawValueDialect):
             close=literal(CLOSE),
             close_text=CLOSE,
             excluded=f"(?s:(.*\\n)?({closing}|{tags})(\\n.*)?)",
-            python_literals=self.python_literals,
+            python_literals=self.drift.python_literals,
         )
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
@@ -169,10 +172,10 @@ class Qwen3Coder(RawValueDialect):
         return f"{literal(OPEN_PARAMETER)} {name_terminal} {literal(TAG_END + chr(10))}"
 
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
-        lines = [self.call_open, f"{OPEN_FUNCTION}{tool.name}{TAG_END}"]
+        lines = [self.markup.open, f"{OPEN_FUNCTION}{tool.name}{TAG_END}"]
         for key, value in self.arranged(tool, arguments, key_order).items():
             lines += [_parameter(key), raw_text(value), CLOSING]
-        lines += [END_FUNCTION, self.call_close]
+        lines += [END_FUNCTION, self.markup.close]
         return "\n".join(lines)
 
     # -- reading -------------------------------------------------------------------
@@ -333,8 +336,8 @@ class Qwen3Coder(RawValueDialect):
                 found = piece.find(END_FUNCTION, start)
                 end = segment.end if found < 0 else found + len(END_FUNCTION)
             after = skip_space(piece, end)
-            if piece.startswith(self.call_close, after):
-                end = after + len(self.call_close)
+            if piece.startswith(self.markup.close, after):
+                end = after + len(self.markup.close)
             yield CallSegment(text[start:end], start, end, partial.name, tuple(partial.pairs), error)
 
 

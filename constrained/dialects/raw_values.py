@@ -297,8 +297,8 @@ class RawValueDialect(Dialect):
         """The :class:`RawTextSyntax` of this dialect's calls whose values
         ``opening`` starts and ``close`` ends."""
         return RawTextSyntax(
-            call_open=self.call_open,
-            call_close=self.call_close,
+            call_open=self.markup.open,
+            call_close=self.markup.close,
             opening=opening,
             close=close,
             close_is_token=close_is_token,

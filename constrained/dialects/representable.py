@@ -37,7 +37,7 @@ def unrepresentable(dialect: str, tool: NormalizedTool, arguments: dict[str, Any
         if part.kind == "key":
             if part.position == "declared":
                 continue
-            pattern = chosen.argument_key if part.top and chosen.argument_key else syntax.key_pattern
+            pattern = chosen.markup.argument_key if part.top and chosen.markup.argument_key else syntax.key_pattern
             # An untyped value's keys are JSON strings (any text, escaped) or Gemma's bare keys.
             if (part.position == "extra" or syntax.free_keys_keep_pattern) and not re.fullmatch(pattern, part.text):
                 return f"undeclared key {part.text!r} has characters the key syntax ({pattern}) cannot hold"

@@ -22,7 +22,35 @@ from ..schema.json_values import exact
 from .lark import literal, literals
 
 if TYPE_CHECKING:
+    from ..dialects.base import Markers
     from .emitter import ValueEmitter
+
+
+@dataclass(frozen=True)
+class WalkShape:
+    """What the runtime's JSON walk needs to follow a syntax's values token
+    by token (and so share masks across values: :mod:`constrained.runtime.json_walk`)."""
+
+    delimiter: int | None = None
+    """The token that opens and closes a string, whose text has no escapes;
+    None: JSON's quotes, with backslash escapes."""
+    bare_keys: bool = False
+    """Keys are written without quotes and end at their ``:``."""
+    ends_at_value: bool = False
+    """A value ends where it is complete: the bytes after it are the
+    dialect's markup, not the walk's."""
+
+
+JSON_SHAPE = WalkShape()
+"""JSON's shape: quoted strings with escapes, quoted keys."""
+
+
+@dataclass(frozen=True)
+class NotWalkable:
+    """A syntax whose values the JSON walk cannot follow: masks inside its
+    values are then kept per token history, not shared across values."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,12 @@ class ValueSyntax(ABC):
     @abstractmethod
     def string(self, emitter: ValueEmitter, frame: StringFrame, path: str) -> str:
         """Lark for a string under ``frame``'s constraints."""
+
+    @abstractmethod
+    def walk_shape(self, markers: Markers) -> WalkShape | NotWalkable:
+        """How the runtime follows values of this syntax with ``markers``'
+        tokenizer, or why it cannot: every syntax must say, so that one the
+        walk cannot follow is a declared reason, never a silent slowdown."""
 
     def delimited_strings(self, values: Sequence[Any]) -> list[str]:
         """The strings among ``values`` written as text between delimiter
@@ -105,6 +139,11 @@ class JsonSyntax(ValueSyntax):
 
     def string(self, emitter: ValueEmitter, frame: StringFrame, path: str) -> str:
         return emitter.json_string(frame, path)
+
+    def walk_shape(self, markers: Markers) -> WalkShape | NotWalkable:
+        if self.excluded_text is not None:
+            return NotWalkable("its strings keep a closing marker out of their text, which the walk does not follow")
+        return JSON_SHAPE
 
 
 JSON_SYNTAX = JsonSyntax(", ", ", ", "json_value", r'[^"\\\x00-\x1f]+')

@@ -132,7 +132,7 @@ def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseRe
         else:
             assert isinstance(segment, CallSegment)
             try:
-                calls.append(openai_call(segment, by_name, chosen.python_literals, ids, left_out))
+                calls.append(openai_call(segment, by_name, chosen.drift.python_literals, ids, left_out))
             except CallRejected as exc:
                 content.append(segment.text)
                 span = _byte_span(text, segment.start, segment.end)
@@ -150,11 +150,11 @@ def _called(dialect: Dialect, segment: CallSegment) -> str | None:
     (a call not closed, JSON that does not read), as far as the start of
     its body says it (``None`` for a call marker in fenced code, which is
     text)."""
-    if segment.name is not None or segment.fenced or not segment.text.startswith(dialect.call_open):
+    if segment.name is not None or segment.fenced or not segment.text.startswith(dialect.markup.open):
         return segment.name
-    body = segment.text[len(dialect.call_open) :]
-    if body.endswith(dialect.call_close):
-        body = body[: -len(dialect.call_close)]
+    body = segment.text[len(dialect.markup.open) :]
+    if body.endswith(dialect.markup.close):
+        body = body[: -len(dialect.markup.close)]
     try:
         return dialect.partial_body(body[:_NAME_WINDOW]).name
     except Malformed as exc:

@@ -287,10 +287,10 @@ class ToolCallStreamParser:
             self._base, self._fenced = pending.start, pending.fenced
             if self._open is not None and self._open.start != pending.start:
                 self._open = None
-            ends = self.dialect.bare_call_ends
-            bare = pending.kind == "call" and not pending.text.startswith(self.dialect.call_open)
+            ends = self.dialect.drift.bare_call_ends
+            bare = pending.kind == "call" and not pending.text.startswith(self.dialect.markup.open)
             if bare and ends and pending is segments[-1] and not any(end in pending.text for end in ends):
-                self._wait = (pending.start, (self.dialect.call_open, *ends))  # the call runs on
+                self._wait = (pending.start, (self.dialect.markup.open, *ends))  # the call runs on
             return
         self._open = None
         text = pending if pending is not None else segments[-1] if segments else None
@@ -341,7 +341,7 @@ class ToolCallStreamParser:
         with the call's closing marker (or the rest of one it ends in)."""
         if not isinstance(segment, CallSegment):
             return False
-        closing = self.dialect.call_close
+        closing = self.dialect.markup.close
         start, end = segment.start - self._work_at, segment.end - self._work_at
         for size in range(len(closing)):
             if self._work.endswith(closing[:size]):
@@ -377,13 +377,13 @@ class ToolCallStreamParser:
         if streamed is not None:
             streamed.seen = True
         if not settled:
-            if segment.text.startswith(self.dialect.call_open):
+            if segment.text.startswith(self.dialect.markup.open):
                 self._read_open_call(deltas, segment)
             return
         if self._open is not None and self._open.start == segment.start:
             self._open = None
         try:
-            accepted = openai_call(segment, self.tools, self.dialect.python_literals, self._ids, self._left_out)
+            accepted = openai_call(segment, self.tools, self.dialect.drift.python_literals, self._ids, self._left_out)
         except CallRejected as exc:
             if streamed is not None:
                 self._reject(deltas, str(exc))
@@ -401,7 +401,7 @@ class ToolCallStreamParser:
         call = self._open
         if call is None or call.closed:
             return None
-        closing = self.dialect.call_close
+        closing = self.dialect.markup.close
         window = self._text.read(max(call.body, before - len(closing) + 1))
         if closing in window:
             return None
@@ -414,7 +414,7 @@ class ToolCallStreamParser:
     def _read_open_call(self, deltas: list[Delta], segment: CallSegment) -> None:
         """Read on the call ``segment`` (not settled): its body, less its
         closing, or less a tail that may be the start of it."""
-        opening, closing = self.dialect.call_open, self.dialect.call_close
+        opening, closing = self.dialect.markup.open, self.dialect.markup.close
         if self._open is None or self._open.start != segment.start:
             self._open = _OpenCall(segment.start, segment.start + len(opening))
         call = self._open
@@ -514,7 +514,7 @@ class ToolCallStreamParser:
                 if frame is None or key in call.keys:
                     return None
                 call.keys.add(key)
-                typed = read_value(value, [frame], tool, key, self.dialect.python_literals)
+                typed = read_value(value, [frame], tool, key, self.dialect.drift.python_literals)
                 member = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(typed, ensure_ascii=False)}"
                 call.members += f", {member}" if call.count else member
                 call.count += 1
@@ -536,7 +536,7 @@ class ToolCallStreamParser:
         keys = [key for key, _ in reading.pairs]
         if len(set(keys)) != len(keys):
             return None
-        literals = self.dialect.python_literals
+        literals = self.dialect.drift.python_literals
         possible = candidate_branches(tool, reading.pairs, literals)
         if not possible:
             return None
@@ -598,10 +598,10 @@ def _call_openings(reader: Dialect, tools: Mapping[str, NormalizedTool]) -> tupl
     def call_in(text: str) -> CallSegment | None:
         return next((s for s in reader.scan(text) if isinstance(s, CallSegment)), None)
 
-    openings = {reader.call_open}
+    openings = {reader.markup.open}
     for tool in tools.values():
         rendered = reader.render_call(tool, {}, "trained")
-        body = rendered[len(reader.call_open) :] if rendered.startswith(reader.call_open) else ""
+        body = rendered[len(reader.markup.open) :] if rendered.startswith(reader.markup.open) else ""
         whole = call_in(body)
         if whole is None or any(body.startswith(known, whole.start) for known in openings):
             continue

@@ -29,9 +29,9 @@ def output_problems(
     problems = [f"call of {e.tool!r} rejected: {e.reason}" for e in parsed.errors]
     names = [call["function"]["name"] for call in parsed.tool_calls]
     dialect = get_dialect(compiled.dialect).reading(compiled.reasoning)
-    call_open = compiled.tokenizer.token_id(dialect.call_open)
+    call_open = compiled.tokenizer.token_id(dialect.markup.open)
     opened = sum(token == call_open for token in tokens)
-    unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.call_open) for segment in dialect.scan(text))
+    unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.markup.open) for segment in dialect.scan(text))
     if opened + unmarked != len(names) + len(parsed.errors):
         problems.append(
             f"{opened} call marker(s) and {unmarked} call(s) opened as text, "

@@ -81,12 +81,12 @@ class ClosingSearch:
         """The packed mask of plain-text tokens: none of the bytes that begin
         or close markup (those of the closing candidates, brackets, quotes,
         separators, backslash, line breaks) and no special token."""
-        markers = (*dialect.end_tokens, *dialect.call_end_tokens)
+        markers = (*dialect.markup.turn_ends, *dialect.markup.ends_after_calls)
         ends = {tok.token_id(marker) for marker in markers} | set(tok.eos_token_ids)
         self.ends = frozenset(e for e in ends if e is not None and e < tok.vocab_size)
         """The tokens that end the turn: where one is allowed, the output may end."""
         self._ends = np.array(sorted(self.ends), dtype=np.uint32)
-        token = tok.token_id(dialect.call_open)
+        token = tok.token_id(dialect.markup.open)
         self.call_open = token if token is not None and tok.is_special(token) else None
         """The call opening, when it is one special token."""
         self.margin, self.call_margin = growth_margin(compiled)

@@ -36,7 +36,8 @@ from .budget import CallBudget
 from .frame_tracker import FrameTracker, frame_trackers
 from .logits_mask import MaskBuffers, apply_mask
 from .text_masks import ALL_ALLOWED
-from .json_walk import BACK, MARK, ArgumentsTracker, JsonWalk, arguments_trackers
+from .arguments_tracker import ArgumentsTracker, arguments_trackers
+from .json_walk import BACK, MARK, JsonWalk
 from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, NOTHING, OPENED_CALL, MaskCache, MaskNode,
                          allows_other_than, mask_cache, single_token, token_words, write_token)
 

@@ -12,22 +12,22 @@ Everywhere else the constraint asks llguidance.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from collections.abc import Callable
 
 import numpy as np
 
-from ..dialects import get_dialect
-from ..dialects.base import Markers
+from ..caches import Memo
 from ..dialects.raw_values import RawTextSyntax, ValueKind
-from .json_walk import MARKUP_LIMIT, JsonWalk, WalkMemo, free_number_steps, member_frame, walk_syntax
-from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, utf8_length, value_guards
+from .json_walk import MARKUP_LIMIT, JsonWalk, WalkMemo, WalkSnapshot
+from .text_masks import TextFrameMasks, ValueGuards, utf8_length
+from .tracker_lookups import Lookups, tracker_lookups
+from .tracker_lookups import prepare_tables as prepare_tables
 
 if TYPE_CHECKING:
     import torch
 
     from ..compiler import CompiledTools
-    from ..frames.toolset import NormalizedTool
     from ..tokenizers import Tokenizer
 
 
@@ -44,6 +44,10 @@ _MEMO_LIMIT = 1 << 16
 """The most entries a :class:`TrackerMemo` table keeps (then it starts over):
 markup holds the scalar members written before a value, so it is not a
 bounded set."""
+
+Openings = tuple[tuple[str | None, str, int] | None, tuple[str | None, str] | None]
+"""What a markup opens: a value (the tool it names, if any, its key and the
+closing's KMP state after the markup) and a number (tool and key), each or None."""
 _NO_MATCH, _UNKNOWN = object(), object()
 
 
@@ -65,19 +69,42 @@ class TrackerMemo:
       first time.
     """
 
-    def __init__(self) -> None:
-        self.openings: dict[bytes, tuple[tuple[str | None, str, int] | None, tuple[str | None, str] | None]] = {}
-        self.quiet: dict[tuple[bytes, int], bool] = {}
-        self.closes: dict[bytes, object] = {}
-        self.lookups: _Lookups | None = None
+    def __init__(self, limit: int = _MEMO_LIMIT) -> None:
+        self.openings: Memo[bytes, Openings] = Memo("frame tracker openings", limit)
+        self.quiet: Memo[tuple[bytes, int], bool] = Memo("frame tracker quiet tokens", limit)
+        self.closes: Memo[bytes, object] = Memo("frame tracker argument closings", limit)
+        self.lookups: Lookups | None = None
         """The trackers' arguments (:func:`frame_trackers`), made once (None: the dialect has no raw values)."""
         self.looked_up = False
 
-    def learn(self, table: dict[Any, Any], key: object, value: object) -> None:
-        """Keep ``value`` under ``key`` in one of the tables."""
-        if len(table) >= _MEMO_LIMIT:
-            table.clear()
-        table[key] = value
+
+class TrackerSnapshot(NamedTuple):
+    """Where a :class:`FrameTracker` stood (its fields of the same names),
+    for rollback."""
+
+    state: int
+    tool: str | None
+    markup: bytes
+    fast: bool
+    traceless: bool
+    kmp: int
+    initial: bool
+    need: int
+    guards: ValueGuards | None
+    tail: bytes
+    number_steps: dict[tuple[int, int], int] | None
+    number: int | None
+    member: tuple[str, str] | None
+    closed_member: tuple[str, str] | None
+    walk: JsonWalk | None
+    walked: WalkSnapshot | None
+    pending: tuple[str, str] | None
+    value_end: int
+
+
+_snapshot = tuple.__new__
+"""Makes a :class:`TrackerSnapshot` from a tuple: a snapshot is taken at
+every token, and the named tuple's own constructor costs 0.4 us more."""
 
 
 class FrameTracker:
@@ -135,18 +162,19 @@ class FrameTracker:
         self._need = 0  # continuation bytes the last character still needs
         self._closings = 0  # values ended so far (not part of the state)
 
-    def snapshot(self) -> tuple[object, ...]:
-        return (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
-                self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-                self._closed_member, self._walk, self._walk.snapshot() if self._walk is not None else None,
-                self._pending, self._value_end)
+    def snapshot(self) -> TrackerSnapshot:
+        return _snapshot(TrackerSnapshot, (
+            self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial, self._need,
+            self._guards, self._tail, self._number_steps, self._number, self._member, self._closed_member,
+            self._walk, self._walk.snapshot() if self._walk is not None else None, self._pending, self._value_end))
 
-    def restore(self, snapshot: tuple[object, ...]) -> None:
+    def restore(self, snapshot: TrackerSnapshot) -> None:
         (self._state, self._tool, self._markup, self._fast, self._traceless, self._kmp, self._initial,
          self._need, self._guards, self._tail, self._number_steps, self._number, self._member,
-         self._closed_member, self._walk, walked, self._pending, self._value_end) = snapshot  # type: ignore[assignment]
+         self._closed_member, self._walk, walked, self._pending, self._value_end) = snapshot
         if self._walk is not None:
-            self._walk.restore(walked)  # type: ignore[arg-type]
+            assert walked is not None
+            self._walk.restore(walked)
 
     @property
     def walk(self) -> JsonWalk | None:
@@ -208,12 +236,10 @@ class FrameTracker:
         closing = self.syntax.arguments_close
         if closing is None or self._state != _MARKUP:
             return None
-        closes = self._memo.closes
-        named = closes.get(self._markup, _UNKNOWN)
+        named = self._memo.closes.table.get(self._markup, _UNKNOWN)
         if named is _UNKNOWN:
             match = closing.fullmatch(self._markup)
-            named = _NO_MATCH if match is None else _decoded(match.group("tool"))
-            self._memo.learn(closes, self._markup, named)
+            named = self._memo.closes.learn(self._markup, _NO_MATCH if match is None else _decoded(match.group("tool")))
         if named is _NO_MATCH:
             return None
         return named if named is not None else self._tool  # type: ignore[return-value]
@@ -332,10 +358,9 @@ class FrameTracker:
                 or token == self._open_id or token == self._close_call_id:
             return False
         key = (self._markup, token)
-        quiet = self._memo.quiet.get(key)
+        quiet = self._memo.quiet.table.get(key)
         if quiet is None:
-            quiet = self._opens_nothing(self._table[token])
-            self._memo.learn(self._memo.quiet, key, quiet)
+            quiet = self._memo.quiet.learn(key, self._opens_nothing(self._table[token]))
         if quiet:
             self._markup += self._table[token]
         return quiet
@@ -421,13 +446,10 @@ class FrameTracker:
             self._end_value()
             self._feed_bytes(data[walk.ended :])
 
-    def _openings(self, markup: bytes) -> tuple[tuple[str | None, str, int] | None, tuple[str | None, str] | None]:
-        """What ``markup`` opens, when the dialect's patterns match it whole:
-        a value (the tool it names, if any, its key and the closing's KMP
-        state after the markup) and a number (tool and key), each or None;
-        learned once per tool set."""
-        openings = self._memo.openings
-        found = openings.get(markup)
+    def _openings(self, markup: bytes) -> Openings:
+        """What ``markup`` opens, when the dialect's patterns match it whole
+        (:data:`Openings`); learned once per tool set."""
+        found = self._memo.openings.table.get(markup)
         if found is None:
             opened = number = None
             match = self.syntax.opening.fullmatch(markup)
@@ -439,8 +461,7 @@ class FrameTracker:
             match = self.syntax.number_opening.fullmatch(markup) if self.syntax.number_opening else None
             if match is not None:
                 number = (_decoded(match.group("tool")), match.group("key").decode("utf-8", "replace"))
-            found = opened, number
-            self._memo.learn(openings, markup, found)
+            found = self._memo.openings.learn(markup, (opened, number))
         return found
 
     def _open_value(self) -> None:
@@ -512,97 +533,6 @@ def frame_trackers(compiled: CompiledTools, count: int, memo: WalkMemo | None = 
     :class:`TrackerMemo` (else one for these trackers)."""
     shared = shared if shared is not None else TrackerMemo()
     if not shared.looked_up:
-        shared.lookups, shared.looked_up = _lookups(compiled, memo), True
-    lookups = shared.lookups
-    return None if lookups is None else [FrameTracker(*lookups, shared=shared) for _ in range(count)]
-
-
-class _Lookups(NamedTuple):
-    syntax: RawTextSyntax
-    tok: Tokenizer
-    masks: TextFrameMasks
-    value_kind: Callable[[str, str], ValueKind]
-    guards: Callable[[str], ValueGuards | None]
-    values_decide: Callable[[str], bool]
-    number_steps: Callable[[str, str], dict[tuple[int, int], int] | None]
-    members_in_order: bool
-    json_walk: Callable[[str, str], JsonWalk | None]
-
-
-def _lookups(compiled: CompiledTools, memo: WalkMemo | None) -> _Lookups | None:
-    """:class:`FrameTracker`'s arguments for ``compiled``'s sequences (but
-    its memo): what they look up per tool and key, kept as they are first
-    asked for; None when the dialect has no raw-text values."""
-    tok = compiled.tokenizer
-    dialect = get_dialect(compiled.dialect)
-    syntax = dialect.raw_text_syntax(Markers(tok))
-    if syntax is None or not compiled.tools:
-        return None
-    masks = _text_masks(tok, syntax)
-    tools = {tool.name: tool for tool in compiled.tools}
-    kinds: dict[tuple[str, str], ValueKind] = {}
-
-    def value_kind(tool: str, key: str) -> ValueKind:
-        kind = kinds.get((tool, key))
-        if kind is None:
-            known = tools.get(tool)
-            kind = kinds[tool, key] = ValueKind.UNTRACKED if known is None else syntax.value_kind(known, key)
-        return kind
-
-    objects = {tool.name: dialect.argument_objects(tool) for tool in compiled.tools}
-
-    def values_decide(tool: str) -> bool:
-        return len(objects.get(tool, ())) != 1
-
-    automata: dict[tuple[str, str], dict[tuple[int, int], int] | None] = {}
-
-    def number_steps(tool: str, key: str) -> dict[tuple[int, int], int] | None:
-        """The automaton of ``key``'s values when they are any JSON number
-        (the grammar's plain ``%json`` number leaf), else None."""
-        if (tool, key) not in automata:
-            member = objects[tool][0].property(key) if not values_decide(tool) else None
-            automata[tool, key] = free_number_steps(tools[tool].schema.resolve(member)) if member is not None else None
-        return automata[tool, key]
-
-    walkable, delimiter = walk_syntax(compiled)
-    walks = memo if memo is not None and walkable else None
-
-    def json_walk(tool: str, key: str) -> JsonWalk | None:
-        """A walk through ``key``'s value, where its frame is known."""
-        member = member_frame(objects[tool][0], key) if walks is not None and not values_decide(tool) else None
-        return None if member is None or walks is None else \
-            JsonWalk(member, tools[tool].schema.definitions, walks, delimiter)
-
-    guard_sets: dict[str, ValueGuards | None] = {}
-
-    def guards(tool: str) -> ValueGuards | None:
-        if tool not in guard_sets:
-            guard_sets[tool] = _value_guards(tok, syntax, masks, tools.get(tool))
-        return guard_sets[tool]
-
-    in_order = compiled.options.key_order != "any"  # "any": each set of keys written has its own continuation
-    return _Lookups(syntax, tok, masks, value_kind, guards, values_decide, number_steps, in_order, json_walk)
-
-
-def prepare_tables(tok: Tokenizer, dialect: str) -> None:
-    """Build, once per process, what the raw-text masks of ``dialect`` need
-    over ``tok`` (its masks per closing state, the vocabulary sorted by
-    bytes, its long tokens joined for the guards' scan: about 0.4 s for a 150k
-    vocabulary), so that a first request does not pay for them inside its
-    decoding steps. Nothing to do for a dialect without raw-text values."""
-    syntax = get_dialect(dialect).raw_text_syntax(Markers(tok))
-    if syntax is not None:
-        _value_guards(tok, syntax, _text_masks(tok, syntax), None)
-
-
-def _text_masks(tok: Tokenizer, syntax: RawTextSyntax) -> TextFrameMasks:
-    return text_frame_masks(tok, syntax.close, tok.token_id(syntax.close) if syntax.close_is_token else None)
-
-
-def _value_guards(tok: Tokenizer, syntax: RawTextSyntax, masks: TextFrameMasks, tool: NormalizedTool | None) -> ValueGuards | None:
-    """The guards of ``tool``'s raw values (of an unknown tool: those every
-    tool has). A closing token may be spelled out as text, which the parser
-    could not tell from it, so it is a guard too."""
-    spelled = (syntax.close,) if syntax.close_is_token and not syntax.text_may_spell_close else ()
-    texts = (*syntax.value_guards(tool), *spelled)
-    return value_guards(tok, masks, tuple(t.encode("utf-8") for t in texts), syntax.value_lead.encode("utf-8"))
+        shared.lookups, shared.looked_up = tracker_lookups(compiled, memo), True
+    found = shared.lookups
+    return None if found is None else [FrameTracker(*found, shared=shared) for _ in range(count)]

@@ -59,7 +59,7 @@ class ConstrainedDetector(BaseFormatDetector):
         self.only = only
         self._stream: ToolCallStreamParser | None = None
         markup = get_dialect(self.dialect)
-        self.bot_token, self.eot_token = markup.call_open, markup.call_close
+        self.bot_token, self.eot_token = markup.markup.open, markup.markup.close
 
     # -- the constraint --------------------------------------------------------------
 
@@ -100,7 +100,7 @@ class ConstrainedDetector(BaseFormatDetector):
         """SGLang's generic structural tag (used only where a detector
         returns no tag of its own, which these never do)."""
         markup = get_dialect(self.dialect)
-        return lambda name: StructureInfo(begin=markup.call_open, end=markup.call_close, trigger=markup.call_open)
+        return lambda name: StructureInfo(begin=markup.markup.open, end=markup.markup.close, trigger=markup.markup.open)
 
     # -- whole outputs ---------------------------------------------------------------
 

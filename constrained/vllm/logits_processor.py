@@ -164,7 +164,7 @@ def _served_dialects(tok: Tokenizer) -> list[str]:
     end, which the engine does not see)."""
     served = []
     for name, dialect in DIALECTS.items():
-        token = tok.token_id(dialect.call_open)
+        token = tok.token_id(dialect.markup.open)
         if token is not None and tok.is_special(token):
             served.append(name)
     return served

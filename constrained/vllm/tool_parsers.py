@@ -102,7 +102,7 @@ class ConstrainedToolParser(ToolParser):
         dialect = get_dialect(self.dialect)
         reasoning = template_reasoning(self.model_tokenizer, dialect, getattr(request, "chat_template", None), template)
         if reasoning is None:
-            reasoning = bool(template.get("enable_thinking", template.get("thinking", dialect.thinks_by_default)))
+            reasoning = bool(template.get("enable_thinking", template.get("thinking", dialect.reasoning.thinks_by_default)))
         return ToolsRequest(
             self.dialect,
             tools,

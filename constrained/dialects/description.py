@@ -1,0 +1,129 @@
+"""A dialect described as data: the groups of settings a :class:`~.base.Dialect`
+declares beside its hooks.
+
+Each group is a frozen dataclass, so a dialect spells its markers once, a
+family member varies one field with :func:`dataclasses.replace`, and the
+registry can check a dialect whole when it is registered. The compiler,
+parser, renderer and runtime read these groups, never a dialect's class.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from collections.abc import Mapping
+
+from ..errors import DialectError
+
+KEY_ORDERS = ("schema", "alphabetical")
+"""The key orders a chat template may render arguments in."""
+
+
+@dataclass(frozen=True)
+class CallMarkup:
+    """How calls are marked in the output: what the grammar writes around
+    each call and between calls, and what ends the turn."""
+
+    turn_ends: tuple[str, ...]
+    """Markers that end a turn of text; those the tokenizer has are allowed
+    (at least one must be a single special token)."""
+    ends_after_calls: tuple[str, ...]
+    """Markers that end a turn after tool calls, likewise."""
+    open: str = "<tool_call>"
+    """The marker a call starts with (a single special token)."""
+    close: str = "</tool_call>"
+    """The marker a call ends with (a single special token)."""
+    separator: str = "\n"
+    """The text between two calls of one turn (the ``.lark`` file's rule
+    ``call_separator``); empty where calls are adjacent."""
+    other_tokens: tuple[str, ...] = ()
+    """Further markers the grammar writes as single special tokens (Gemma's
+    string delimiter): compiling fails where the tokenizer lacks one."""
+    text_calls: tuple[str, str] | None = None
+    """Under ``tool_choice="auto"``: the ``.lark`` rule of a first call that
+    holds the free text before it (its opening is text, so the text ends
+    where it begins) and the rule of any later call, or ``None``."""
+    arguments_opening: re.Pattern[bytes] | None = None
+    """In a dialect that writes a call's arguments as one JSON value: matches,
+    in full, the call's markup from its opening token to where the arguments
+    begin; group ``tool`` is the tool's name as a JSON string (the
+    constraint follows the arguments from there)."""
+    argument_key: str | None = None
+    """Regex of an argument key written in the call's own markup (XML-style
+    dialects); ``None``: arguments are one value, keys as the value syntax
+    writes them."""
+
+    @property
+    def required_tokens(self) -> tuple[str, ...]:
+        """Markers that must be single special tokens of the tokenizer."""
+        return (self.open, self.close, *self.other_tokens)
+
+
+@dataclass(frozen=True)
+class ReasoningMarkup:
+    """How the family marks reasoning, and how the parser reads it."""
+
+    tokens: tuple[str, ...] = ()
+    """The block's opening and closing markers (rule ``reasoning``), or
+    none; without them in the vocabulary the block is left out."""
+    label: str = ""
+    """Text the family writes right after the opening and that is not
+    reasoning (Gemma's ``thought\\n``): the grammar writes it, the parser
+    reads it when it is there."""
+    thinks_by_default: bool = True
+    """Whether the family's chat template lets the model open a block when
+    the request does not say (``enable_thinking``); a server allows the
+    block only then."""
+    prompt_opens: bool = False
+    """Whether the family's thinking templates end the generation prompt
+    inside the block (then ``chat_prompt`` does too)."""
+    interleaved: bool = False
+    """Whether the parser reads a complete block after some text (before a
+    call) as reasoning too; the grammar writes one leading block."""
+    lone_closing: bool = False
+    """Whether the parser reads a closing marker with no block open as the
+    end of an empty block (the marker is not content)."""
+
+    def __post_init__(self) -> None:
+        if len(self.tokens) not in (0, 2):
+            raise DialectError(f"reasoning tokens are an opening and a closing marker, not {self.tokens!r}")
+
+
+@dataclass(frozen=True)
+class Drift:
+    """What the parser reads beyond what the grammar writes, because the
+    family's models write it."""
+
+    bare_call_ends: tuple[str, ...] = ()
+    """Where the scan also reads calls without the opening marker: the texts
+    that may end such a call running to the end of the text (besides the
+    opening marker); until one comes, the scan reads it the same, running on."""
+    reads_cut_off_call: bool = False
+    """Whether a last call cut off before the closing marker at the very end
+    of the text is read when its body is complete (hermes: a whole JSON
+    object says where it ends; elsewhere such a call stays malformed)."""
+    python_literals: bool = False
+    """Whether raw values may be ``True``/``False``/``None`` (the family's
+    template writes them; the grammar lets them too)."""
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """The family's chat format, for prompts of a tokenizer without a chat
+    template and for rendering earlier calls."""
+
+    prefix: str = ""
+    """Text a conversation starts with (a BOS marker)."""
+    turn: str = "<|im_start|>{role}\n{text}<|im_end|>\n"
+    """One turn, with ``{role}`` and ``{text}``."""
+    roles: Mapping[str, str] = field(default_factory=dict)
+    """Role names the family spells differently (``assistant`` -> ``model``)."""
+    trained_key_order: str = "schema"
+    """Key order the family's template renders arguments in: ``"schema"``
+    or ``"alphabetical"``."""
+
+    def __post_init__(self) -> None:
+        if self.trained_key_order not in KEY_ORDERS:
+            raise DialectError(f"trained_key_order {self.trained_key_order!r}: expected one of {', '.join(KEY_ORDERS)}")
+        if "{role}" not in self.turn or "{text}" not in self.turn:
+            raise DialectError(f"a chat turn holds {{role}} and {{text}}, not {self.turn!r}")
