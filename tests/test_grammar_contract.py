@@ -15,16 +15,12 @@ import constrained.dialects as dialects_package
 from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.dialects.base import Dialect
+from constrained.dialects.contract import APPENDED_RULES, grammar_rules, needed_rules
 from constrained.errors import UnknownDialectError
 from constrained.grammar.lark import literal
 
 NAMES = sorted(DIALECTS)
 GENERATED = "// -- generated --"
-APPENDED = {"start", "end_of_turn", "end_after_calls", "tool_body"}
-"""Rules the compiler appends (besides the ``g_*`` / ``G_*`` ones)."""
-
-_RULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[lazy\])?[ \t]*:(.*)$", re.MULTILINE)
-_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _TOKEN = re.compile(
     r'(?P<json>%json\s*\{.*\})|(?P<string>"(?:[^"\\\n]|\\.)*")|(?P<regex>/(?:[^/\\\n]|\\.)+/)'
     r"|(?P<special><[^<>\s]+>)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|."
@@ -33,18 +29,13 @@ _TOKEN = re.compile(
 text is not grammar), special tokens, rule names."""
 
 
-def _rules(grammar: str) -> dict[str, str]:
-    """Each rule's body by name (every rule of these files is one line)."""
-    return {match.group(1): match.group(3).strip() for match in _RULE.finditer(_COMMENT.sub("", grammar))}
-
-
 def _tokens(body: str, kind: str) -> set[str]:
     """The special tokens (``kind`` "special") or rule names ("name") a body uses."""
     return {match.group() for match in _TOKEN.finditer(body) if match.lastgroup == kind}
 
 
 def _lark(name: str) -> dict[str, str]:
-    return _rules(get_dialect(name).grammar())
+    return grammar_rules(get_dialect(name).grammar())
 
 
 def test_the_registry_holds_every_dialect_class_of_the_package():
@@ -69,7 +60,7 @@ def test_an_unknown_dialect_names_the_known_ones():
 @pytest.mark.parametrize("name", NAMES)
 def test_lark_defines_the_rules_the_compiler_uses(name):
     dialect, rules = get_dialect(name), _lark(name)
-    needed = {"text", "call", dialect.value_syntax.free_rule, *(dialect.markup.text_calls or ())}
+    needed = needed_rules(dialect)
     assert needed <= set(rules), f"missing: {sorted(needed - set(rules))}"
     assert ("reasoning" in rules) == bool(dialect.reasoning.tokens)
     assert ("call_separator" in rules) == bool(dialect.markup.separator)
@@ -78,7 +69,7 @@ def test_lark_defines_the_rules_the_compiler_uses(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_lark_defines_no_rule_the_compiler_appends(name):
     rules = set(_lark(name))
-    assert not rules & APPENDED
+    assert not rules & APPENDED_RULES
     assert not [rule for rule in rules if rule.lower().startswith("g_")]
 
 
@@ -124,6 +115,6 @@ def test_the_compiler_appends_to_the_lark_file(name):
     grammar = compile_tools([tool], name, dialect.default_tokenizer).grammar
     fixed, generated = grammar.split(f"\n{GENERATED}\n")
     assert fixed == dialect.grammar()
-    appended = set(_rules(generated))
-    assert APPENDED <= appended and not appended & set(_lark(name))
-    assert all(rule in APPENDED or rule.lower().startswith("g_") for rule in appended), sorted(appended)
+    appended = set(grammar_rules(generated))
+    assert APPENDED_RULES <= appended and not appended & set(_lark(name))
+    assert all(rule in APPENDED_RULES or rule.lower().startswith("g_") for rule in appended), sorted(appended)

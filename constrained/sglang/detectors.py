@@ -184,8 +184,10 @@ def tool_choice_name(choice: Any) -> str:
 
 
 def register_detectors() -> tuple[str, ...]:
-    """Add ``constrained_<dialect>`` for every dialect to SGLang's table of
-    tool-call detectors (which also gives ``--tool-call-parser`` its choices)."""
+    """Add ``constrained_<dialect>`` for every dialect known now (the
+    built-ins, the entry points', and those registered in code before this
+    runs) to SGLang's table of tool-call detectors (which also gives
+    ``--tool-call-parser`` its choices)."""
     names = []
     for dialect in DIALECTS:
         name = f"constrained_{dialect}"

@@ -201,7 +201,9 @@ def _tokenizer_path(tokenizer: Any) -> str:
 
 
 def register_tool_parsers() -> tuple[str, ...]:
-    """Register ``constrained_<dialect>`` for every dialect."""
+    """Register ``constrained_<dialect>`` for every dialect known now (the
+    built-ins, the entry points', and those registered in code before this
+    runs: one registered later gets no parser)."""
     names = []
     for dialect in DIALECTS:
         name = f"constrained_{dialect}"
