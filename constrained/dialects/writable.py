@@ -14,13 +14,27 @@ of a call's arguments (:mod:`.representable`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 from collections.abc import Iterator
 
 from .base import Dialect
 from ..errors import CompileError
 from ..frames.accepts import union_branch
-from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, RefFrame, UnionFrame
+from ..frames.model import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NormalizedSchema,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    StringFrame,
+    UnionFrame,
+)
 from ..schema.json_values import pattern_matches
 from ..schema.refs import pointer_token
 from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet
@@ -108,25 +122,30 @@ def _texts(tool: NormalizedTool) -> Iterator[_Text]:
         if (id(frame), min(depth, 2)) in seen:
             continue
         seen.add((id(frame), min(depth, 2)))
-        if isinstance(frame, RefFrame):
-            stack.append((definitions[frame.name], where, depth))
-        elif isinstance(frame, UnionFrame):
-            stack.extend((option, where, depth) for option in frame.options)
-        elif isinstance(frame, ObjectFrame):
-            for key, value in frame.properties:
-                yield _Text("key", key, f"{where}/properties/{pointer_token(key)}", depth == 0)
-                stack.append((value, f"{where}/properties/{pointer_token(key)}", depth + 1))
-            for pattern, value in frame.pattern_properties:
-                stack.append((value, f"{where}/patternProperties/{pointer_token(pattern)}", depth + 1))
-            if frame.additional is not None:
-                stack.append((frame.additional, f"{where}/additionalProperties", depth + 1))
-        elif isinstance(frame, ArrayFrame):
-            stack.extend((item, f"{where}/prefixItems/{i}", depth + 1) for i, item in enumerate(frame.prefix_items))
-            if frame.items is not None:
-                stack.append((frame.items, f"{where}/items", depth + 1))
-        elif isinstance(frame, EnumFrame):
-            for literal in frame.values:
-                yield from _literal_texts(literal, frame, tool.schema, f"{where}/enum", depth)
+        match frame:
+            case RefFrame():
+                stack.append((definitions[frame.name], where, depth))
+            case UnionFrame():
+                stack.extend((option, where, depth) for option in frame.options)
+            case ObjectFrame():
+                for key, value in frame.properties:
+                    yield _Text("key", key, f"{where}/properties/{pointer_token(key)}", depth == 0)
+                    stack.append((value, f"{where}/properties/{pointer_token(key)}", depth + 1))
+                for pattern, value in frame.pattern_properties:
+                    stack.append((value, f"{where}/patternProperties/{pointer_token(pattern)}", depth + 1))
+                if frame.additional is not None:
+                    stack.append((frame.additional, f"{where}/additionalProperties", depth + 1))
+            case ArrayFrame():
+                stack.extend((item, f"{where}/prefixItems/{i}", depth + 1) for i, item in enumerate(frame.prefix_items))
+                if frame.items is not None:
+                    stack.append((frame.items, f"{where}/items", depth + 1))
+            case EnumFrame():
+                for literal in frame.values:
+                    yield from _literal_texts(literal, frame, tool.schema, f"{where}/enum", depth)
+            case StringFrame() | IntegerFrame() | NumberFrame() | BooleanFrame() | NullFrame() | FreeFrame():
+                pass  # no declared key or string to check
+            case _:
+                assert_never(frame)
 
 
 def _literal_texts(value: Any, frame: Frame, schema: NormalizedSchema, where: str, depth: int) -> Iterator[_Text]:
