@@ -9,13 +9,12 @@ dialect, the normalized tools, the options and the tokenizer's vocabulary.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Sequence
 
+from .caches import LruCache
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
 from .errors import CompileError, OptionError, SchemaWarning
@@ -38,7 +37,6 @@ from .tokenizers import Tokenizer, load_tokenizer
 from .dialects.writable import writable_tool_set
 
 FORMAT_VERSION = 2
-_CACHE_SIZE = 64
 
 
 @dataclass(frozen=True)
@@ -180,15 +178,14 @@ class CompiledTools:
             return self
         if reasoning == self.reasoning:
             return self
-        with _cache_lock:
-            variant = self._variants.get(reasoning)
+        # At most three variants; dict.get and setdefault are atomic, so racing threads keep one.
+        variant = self._variants.get(reasoning)
         if variant is None:
             recompiled = compile_tools(
                 self.tools, self.dialect, self.tokenizer, options=replace(self.options, reasoning=reasoning)
             )
             variant = replace(recompiled, left_out=self.left_out, warnings=self.warnings)
-            with _cache_lock:
-                variant = self._variants.setdefault(reasoning, variant)
+            variant = self._variants.setdefault(reasoning, variant)
         return variant
 
     def _end_markers(self) -> tuple[str, ...]:
@@ -250,10 +247,12 @@ class CompiledTools:
 
 
 _OPTION_NAMES = tuple(option.name for option in fields(CompileOptions))
-_cache: OrderedDict[str, CompiledTools] = OrderedDict()
-_by_objects: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], CompiledTools]] = OrderedDict()
+_cache: LruCache[str, CompiledTools] = LruCache("compiled tool sets", 64)
+"""Compiled sets by fingerprint and by the digest of the JSON they were given."""
+_by_objects: LruCache[tuple[Any, ...], tuple[tuple[Any, ...], CompiledTools]] = LruCache(
+    "compiled tool sets by tool objects", 64
+)
 """Compiled sets by the identity of the tool objects they were given."""
-_cache_lock = threading.Lock()
 
 
 def compile_tools(
@@ -302,7 +301,7 @@ def compile_tools(
     if same_objects is not None:
         return same_objects
     source = _source_key(tools, settings)
-    cached = _cached(source)
+    cached = _cache.get(source) if source is not None else None
     if cached is not None:
         _remember_objects(object_key, tools, cached)
         return cached
@@ -310,13 +309,9 @@ def compile_tools(
     if options.bad_tools == "raise":
         tool_set.raise_first()
     key = _fingerprint(chosen.name, tool_set, options, tok)
-    compiled = _cached(key) or _compile(chosen, tool_set, tok, options, key)
-    with _cache_lock:
-        for name in (key, source):
-            if name is not None:
-                _cache[name] = compiled
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    compiled = _cache.get_or_make(key, lambda: _compile(chosen, tool_set, tok, options, key))
+    if source is not None:
+        _cache.put(source, compiled)
     _remember_objects(object_key, tools, compiled)
     return compiled
 
@@ -324,9 +319,8 @@ def compile_tools(
 def clear_compile_cache() -> None:
     """Forget every compiled set and every normalized one (e.g. to time a
     cold compile, which normalizes the tools first)."""
-    with _cache_lock:
-        _cache.clear()
-        _by_objects.clear()
+    _cache.clear()
+    _by_objects.clear()
     clear_normalize_cache()
 
 
@@ -345,32 +339,17 @@ def _object_key(tools: Any, settings: tuple[Any, ...]) -> tuple[Any, ...] | None
 def _same_objects(key: tuple[Any, ...] | None, tools: Any) -> CompiledTools | None:
     if key is None:
         return None
-    with _cache_lock:
-        found = _by_objects.get(key)
-        # The entry holds the objects, so an id in its key cannot be reused while it lives.
-        if found is None or any(a is not b for a, b in zip(found[0], tools)):
-            return None
-        _by_objects.move_to_end(key)
-        return found[1]
+    found = _by_objects.get(key)
+    # The entry holds the objects, so an id in its key cannot be reused while it lives.
+    if found is None or any(a is not b for a, b in zip(found[0], tools)):
+        return None
+    return found[1]
 
 
 def _remember_objects(key: tuple[Any, ...] | None, tools: Any, compiled: CompiledTools) -> None:
     if key is None:
         return
-    with _cache_lock:
-        _by_objects[key] = (tuple(tools), compiled)
-        while len(_by_objects) > _CACHE_SIZE:
-            _by_objects.popitem(last=False)
-
-
-def _cached(key: str | None) -> CompiledTools | None:
-    if key is None:
-        return None
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    return None
+    _by_objects.put(key, (tuple(tools), compiled))
 
 
 def _source_key(tools: Any, options: tuple[Any, ...]) -> str | None:

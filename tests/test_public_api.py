@@ -25,6 +25,8 @@ PUBLIC = {
     "SchemaError", "SchemaLimitError", "SchemaWarning", "StreamClosedError", "ToolDefinitionError",
     "UnknownDialectError", "UnsatisfiableSchemaError", "TokenizerError", "MissingExtraError",
     "__version__",
+    # the caches
+    "clear_caches",
 }
 
 
@@ -56,7 +58,33 @@ def test_the_removed_names_are_reached_from_their_modules():
     assert not hasattr(constrained, "normalize_schema")
 
 
-def test_importing_the_package_loads_no_torch():
-    code = "import sys, constrained; print(sorted(m for m in ('torch', 'transformers', 'gguf') if m in sys.modules))"
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "[]"
+HEAVY = ("torch", "transformers", "gguf", "numpy", "lark", "jsonschema", "referencing", "llguidance", "regex", "re2",
+         "importlib.metadata", "constrained.compiler", "constrained.dialects", "constrained.runtime.constraint")
+"""What ``import constrained`` must not load: each is imported with the
+first name that needs it."""
+
+
+def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter holds after running ``code``."""
+    script = f"import sys\n{code}\nprint(sorted(m for m in {modules!r} if m in sys.modules))"
+    return eval(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+
+
+def test_importing_the_package_loads_nothing_heavy():
+    assert loaded_after("import constrained", HEAVY) == []
+
+
+def test_a_parser_loads_no_torch_nor_llguidance_and_compiles_no_format_regex():
+    code = (
+        "import constrained\nconstrained.parse_tool_calls\n"
+        "from constrained.schema.formats import format_regex\nassert format_regex.cache_info().currsize == 0"
+    )
+    assert loaded_after(code, ("torch", "transformers", "llguidance", "numpy")) == []
+
+
+def test_the_lazy_names_are_listed_and_kept():
+    assert set(constrained.__all__) <= set(dir(constrained))
+    assert constrained.compile_tools is constrained.compile_tools
+    from constrained.compiler import compile_tools
+
+    assert constrained.compile_tools is compile_tools

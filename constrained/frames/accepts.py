@@ -10,7 +10,7 @@ first that fails (the value's JSON Pointer, the keyword and its bound)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 from collections.abc import Iterable, Mapping
 
 from .model import (
@@ -54,31 +54,32 @@ def union_branch(union: UnionFrame, value: Any, definitions: Mapping[str, Frame]
 
 
 def _accepts(frame: Frame, value: Any, definitions: Mapping[str, Frame]) -> bool:
-    if isinstance(frame, RefFrame):
-        return _accepts(definitions[frame.name], value, definitions)
-    if isinstance(frame, FreeFrame):
-        return True
-    if isinstance(frame, UnionFrame):
-        return any(_accepts(option, value, definitions) for option in frame.options)
-    if isinstance(frame, EnumFrame):
-        key = json_key(value)
-        return any(json_key(v) == key for v in frame.values)
-    kind = json_type(value)
-    if isinstance(frame, NullFrame):
-        return kind == "null"
-    if isinstance(frame, BooleanFrame):
-        return kind == "boolean"
-    if isinstance(frame, IntegerFrame):
-        return kind == "integer" and _number_fault(frame, value) is None
-    if isinstance(frame, NumberFrame):
-        return kind in ("integer", "number") and _number_fault(frame, value) is None
-    if isinstance(frame, StringFrame):
-        return kind == "string" and _string_fault(frame, value) is None
-    if isinstance(frame, ArrayFrame):
-        return kind == "array" and _array_ok(frame, value, definitions)
-    if isinstance(frame, ObjectFrame):
-        return kind == "object" and _object_ok(frame, value, definitions)
-    raise TypeError(f"not a frame: {frame!r}")
+    match frame:
+        case RefFrame():
+            return _accepts(definitions[frame.name], value, definitions)
+        case FreeFrame():
+            return True
+        case UnionFrame():
+            return any(_accepts(option, value, definitions) for option in frame.options)
+        case EnumFrame():
+            key = json_key(value)
+            return any(json_key(v) == key for v in frame.values)
+        case NullFrame():
+            return json_type(value) == "null"
+        case BooleanFrame():
+            return json_type(value) == "boolean"
+        case IntegerFrame():
+            return json_type(value) == "integer" and _number_fault(frame, value) is None
+        case NumberFrame():
+            return json_type(value) in ("integer", "number") and _number_fault(frame, value) is None
+        case StringFrame():
+            return json_type(value) == "string" and _string_fault(frame, value) is None
+        case ArrayFrame():
+            return json_type(value) == "array" and _array_ok(frame, value, definitions)
+        case ObjectFrame():
+            return json_type(value) == "object" and _object_ok(frame, value, definitions)
+        case _:
+            assert_never(frame)
 
 
 Fault = tuple[str, Any]
@@ -180,32 +181,35 @@ def explain(frame: Frame, value: Any, definitions: Mapping[str, Frame] = {}, at:
 
 
 def _explain(frame: Frame, value: Any, definitions: Mapping[str, Frame], path: Path) -> Failure | None:
-    if isinstance(frame, RefFrame):
-        return _explain(definitions[frame.name], value, definitions, path)
-    if isinstance(frame, FreeFrame):
-        return None
-    if isinstance(frame, UnionFrame):
-        return _union(frame, value, definitions, path)
-    if isinstance(frame, EnumFrame):
-        if frame_accepts(frame, value):
+    match frame:
+        case RefFrame():
+            return _explain(definitions[frame.name], value, definitions, path)
+        case FreeFrame():
             return None
-        if len(frame.values) == 1:
-            return failure(path, "const", value, frame.values[0])
-        return failure(path, "enum", value, frame.values)
+        case UnionFrame():
+            return _union(frame, value, definitions, path)
+        case EnumFrame():
+            if frame_accepts(frame, value):
+                return None
+            if len(frame.values) == 1:
+                return failure(path, "const", value, frame.values[0])
+            return failure(path, "enum", value, frame.values)
     if json_type(value) not in json_types(frame):
         return failure(path, "type", value, frame.kind)
-    fault = None
-    if isinstance(frame, (IntegerFrame, NumberFrame)):
-        fault = _number_fault(frame, value)
-    elif isinstance(frame, StringFrame):
-        fault = _string_fault(frame, value)
-    if fault is not None:
-        return failure(path, fault[0], value, fault[1])
-    if isinstance(frame, ArrayFrame):
-        return _array(frame, value, definitions, path)
-    if isinstance(frame, ObjectFrame):
-        return _object(frame, value, definitions, path)
-    return None  # null, boolean: the type is all there is
+    match frame:
+        case IntegerFrame() | NumberFrame():
+            fault = _number_fault(frame, value)
+        case StringFrame():
+            fault = _string_fault(frame, value)
+        case ArrayFrame():
+            return _array(frame, value, definitions, path)
+        case ObjectFrame():
+            return _object(frame, value, definitions, path)
+        case NullFrame() | BooleanFrame():
+            return None  # the type is all there is
+        case _:
+            assert_never(frame)
+    return None if fault is None else failure(path, fault[0], value, fault[1])
 
 
 def _union(frame: UnionFrame, value: Any, definitions: Mapping[str, Frame], path: Path) -> Failure | None:

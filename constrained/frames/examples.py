@@ -14,7 +14,7 @@ written, each enum value, each union option, arrays' lengths.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal, assert_never, get_args
 from collections.abc import Mapping
 
 from .accepts import frame_accepts
@@ -176,35 +176,42 @@ def _object(frame: ObjectFrame, definitions: Mapping[str, Frame], depth: int, nu
 
 
 def _scalar(frame: Frame, numbers: ExampleNumbers, choice: int) -> Any:
-    if isinstance(frame, EnumFrame):
-        if not frame.values:
-            raise _NoExample
-        return frame.values[choice if choice < min(len(frame.values), _ENUM_VALUES) else 0]
-    if isinstance(frame, BooleanFrame):
-        return choice != 1
-    if isinstance(frame, NullFrame):
-        return None
-    if numbers != "plain" and isinstance(frame, (IntegerFrame, NumberFrame)) and frame.minimum is None \
-            and frame.maximum is None and frame.multiple_of is None:
+    match frame:
+        case EnumFrame():
+            if not frame.values:
+                raise _NoExample
+            return frame.values[choice if choice < min(len(frame.values), _ENUM_VALUES) else 0]
+        case BooleanFrame():
+            return choice != 1
+        case NullFrame():
+            return None
+        case IntegerFrame() | NumberFrame():
+            return _number(frame, numbers)
+        case StringFrame():
+            if frame.patterns:
+                raise _NoExample
+            if frame.format is not None:
+                if frame.format not in FORMAT_EXAMPLES:
+                    raise _NoExample
+                return FORMAT_EXAMPLES[frame.format]
+            return "x" * max(frame.min_length, 1 if frame.max_length is None or frame.max_length >= 1 else 0)
+        case FreeFrame():
+            return _FREE_VALUES[choice] if choice < len(_FREE_VALUES) else "x"
+        case RefFrame() | UnionFrame() | ObjectFrame() | ArrayFrame():
+            raise _NoExample  # :func:`_example` reads them before it asks here
+        case _:
+            assert_never(frame)
+
+
+def _number(frame: IntegerFrame | NumberFrame, numbers: ExampleNumbers) -> int | float:
+    if numbers != "plain" and frame.minimum is None and frame.maximum is None and frame.multiple_of is None:
         if isinstance(frame, NumberFrame):
             return 0.5 if numbers == "fractions" else -0.5
         return 0 if numbers == "fractions" else -1
-    if isinstance(frame, (IntegerFrame, NumberFrame)):
-        low = frame.minimum if frame.minimum is not None else min(1, frame.maximum) if frame.maximum is not None else 1
-        if isinstance(frame, NumberFrame) and frame.exclusive_minimum and frame.minimum is not None:
-            low = frame.minimum + 1
-        step = frame.multiple_of
-        if step:
-            low = -(-low // step) * step
-        return int(low) if isinstance(frame, IntegerFrame) or float(low).is_integer() else low
-    if isinstance(frame, StringFrame):
-        if frame.patterns:
-            raise _NoExample
-        if frame.format is not None:
-            if frame.format not in FORMAT_EXAMPLES:
-                raise _NoExample
-            return FORMAT_EXAMPLES[frame.format]
-        return "x" * max(frame.min_length, 1 if frame.max_length is None or frame.max_length >= 1 else 0)
-    if isinstance(frame, FreeFrame):
-        return _FREE_VALUES[choice] if choice < len(_FREE_VALUES) else "x"
-    raise _NoExample
+    low = frame.minimum if frame.minimum is not None else min(1, frame.maximum) if frame.maximum is not None else 1
+    if isinstance(frame, NumberFrame) and frame.exclusive_minimum and frame.minimum is not None:
+        low = frame.minimum + 1
+    step = frame.multiple_of
+    if step:
+        low = -(-low // step) * step
+    return int(low) if isinstance(frame, IntegerFrame) or float(low).is_integer() else low

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .model import EnumFrame, Frame, FreeFrame, RefFrame, UnionFrame
+from typing import assert_never
+
+from .model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NullFrame, NumberFrame,
+                    ObjectFrame, RefFrame, StringFrame, UnionFrame)
 from ..schema.json_values import json_type
 
 AMBIGUOUS = "ambiguous"
@@ -39,16 +42,20 @@ _ALL = ("null", "boolean", "integer", "number", "string", "array", "object")
 
 
 def _types(frame: Frame, definitions: Mapping[str, Frame], seen: frozenset[str]) -> set[str]:
-    if isinstance(frame, RefFrame):
-        if frame.name in seen:
-            return set()
-        return _types(definitions[frame.name], definitions, seen | {frame.name})
-    if isinstance(frame, FreeFrame):
-        return set(_ALL)
-    if isinstance(frame, UnionFrame):
-        return set().union(*(_types(option, definitions, seen) for option in frame.options))
-    if isinstance(frame, EnumFrame):
-        return {json_type(value) for value in frame.values}
-    if frame.kind == "number":
-        return {"integer", "number"}
-    return {frame.kind}
+    match frame:
+        case RefFrame():
+            if frame.name in seen:
+                return set()
+            return _types(definitions[frame.name], definitions, seen | {frame.name})
+        case FreeFrame():
+            return set(_ALL)
+        case UnionFrame():
+            return set().union(*(_types(option, definitions, seen) for option in frame.options))
+        case EnumFrame():
+            return {json_type(value) for value in frame.values}
+        case NumberFrame():
+            return {"integer", "number"}
+        case StringFrame() | IntegerFrame() | BooleanFrame() | NullFrame() | ObjectFrame() | ArrayFrame():
+            return {frame.kind}
+        case _:
+            assert_never(frame)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from typing import Any, assert_never
 from collections.abc import Callable, Mapping, Sequence
 
 from ..frames.model import (
@@ -127,23 +127,27 @@ class ValueEmitter:
         return self._memo["free"]
 
     def _body(self, frame: Frame, path: str) -> str:
-        if isinstance(frame, StringFrame):
-            return self.string(frame, path)
-        if isinstance(frame, (IntegerFrame, NumberFrame)):
-            return number_leaf(frame, path, self.warn)
-        if isinstance(frame, BooleanFrame):
-            return '"true" | "false"'
-        if isinstance(frame, NullFrame):
-            return '"null"'
-        if isinstance(frame, EnumFrame):
-            return self.enum(frame.values)
-        if isinstance(frame, UnionFrame):
-            return " | ".join(self.value(option, path) for option in frame.options)
-        if isinstance(frame, ArrayFrame):
-            return self.array(frame, path)
-        if isinstance(frame, ObjectFrame):
-            return self.object(frame, path)
-        raise TypeError(f"not a frame: {frame!r}")
+        match frame:
+            case StringFrame():
+                return self.string(frame, path)
+            case IntegerFrame() | NumberFrame():
+                return number_leaf(frame, path, self.warn)
+            case BooleanFrame():
+                return '"true" | "false"'
+            case NullFrame():
+                return '"null"'
+            case EnumFrame():
+                return self.enum(frame.values)
+            case UnionFrame():
+                return " | ".join(self.value(option, path) for option in frame.options)
+            case ArrayFrame():
+                return self.array(frame, path)
+            case ObjectFrame():
+                return self.object(frame, path)
+            case FreeFrame() | RefFrame():  # :meth:`value` makes their rules itself
+                return self.value(frame, path)
+            case _:
+                assert_never(frame)
 
     def enum(self, values: Sequence[Any]) -> str:
         """Lark for one of ``values``. Past :data:`LARGE_CHOICE` members the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 from collections.abc import Iterable, Iterator
 
 import jsonschema
@@ -22,7 +22,8 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from ..errors import SchemaError
-from ..frames.model import ArrayFrame, EnumFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..frames.model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NormalizedSchema,
+                            NullFrame, NumberFrame, ObjectFrame, RefFrame, StringFrame, UnionFrame)
 from ..frames.normalize import normalize_schema
 from ..schema.validation import OFFLINE_REGISTRY, json_pointer
 from ..frames.types import effective_type, json_types
@@ -241,27 +242,31 @@ def _declared_only(value: object, frame: Frame, normalized: NormalizedSchema) ->
     (see :func:`repair_arguments`). Types are matched only as far as choosing
     a union's branch needs; validation checks the rest."""
     frame = normalized.resolve(frame)
-    if isinstance(frame, UnionFrame):
-        return any(_declared_only(value, option, normalized) for option in frame.options)
-    if isinstance(frame, ObjectFrame):
-        if not isinstance(value, dict):
-            return False
-        for key, item in value.items():
-            frames = member_frames(frame, key)
-            if frames is None or not all(_declared_only(item, f, normalized) for f in frames):
+    match frame:
+        case UnionFrame():
+            return any(_declared_only(value, option, normalized) for option in frame.options)
+        case ObjectFrame():
+            if not isinstance(value, dict):
                 return False
-        return True
-    if isinstance(frame, ArrayFrame):
-        if not isinstance(value, list):
-            return False
-        for index, item in enumerate(value):
-            item_frame = frame.prefix_items[index] if index < len(frame.prefix_items) else frame.items
-            if item_frame is None or not _declared_only(item, item_frame, normalized):
+            for key, item in value.items():
+                frames = member_frames(frame, key)
+                if frames is None or not all(_declared_only(item, f, normalized) for f in frames):
+                    return False
+            return True
+        case ArrayFrame():
+            if not isinstance(value, list):
                 return False
-        return True
-    if isinstance(frame, (FreeFrame, EnumFrame)):
-        return True
-    return not isinstance(value, (dict, list))
+            for index, item in enumerate(value):
+                item_frame = frame.prefix_items[index] if index < len(frame.prefix_items) else frame.items
+                if item_frame is None or not _declared_only(item, item_frame, normalized):
+                    return False
+            return True
+        case FreeFrame() | EnumFrame():
+            return True
+        case StringFrame() | IntegerFrame() | NumberFrame() | BooleanFrame() | NullFrame() | RefFrame():
+            return not isinstance(value, (dict, list))
+        case _:
+            assert_never(frame)
 
 
 __all__ = ["RepairResult", "repair_arguments"]

@@ -23,7 +23,7 @@ import functools
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, assert_never
 from collections.abc import Iterable, Sequence
 
 from ..compiler import CompiledTools, compile_tools
@@ -32,12 +32,17 @@ from ..dialects.representable import unrepresentable
 from ..errors import ConstrainedError
 from ..frames.model import (
     ArrayFrame,
+    BooleanFrame,
     EnumFrame,
     Frame,
     FreeFrame,
     IntegerFrame,
     NormalizedSchema,
+    NullFrame,
+    NumberFrame,
     ObjectFrame,
+    RefFrame,
+    StringFrame,
     UnionFrame,
 )
 from ..output.parse import parse_tool_calls
@@ -231,20 +236,25 @@ def _as_written(value: Any, frame: Frame, schema: NormalizedSchema) -> Any:
     an integral float of an integer frame as an integer, a const or enum
     value as the member it equals (its key order, its number spelling)."""
     frame = schema.resolve(frame)
-    if isinstance(frame, UnionFrame):
-        chosen = union_branch(frame, value, schema.definitions)
-        return value if chosen is None else _as_written(value, chosen, schema)
-    if isinstance(frame, EnumFrame):
-        return next((member for member in frame.values if json_key(member) == json_key(value)), value)
-    if isinstance(frame, IntegerFrame) and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(frame, ObjectFrame) and isinstance(value, dict):
-        return {k: _as_written(v, (member_frames(frame, k) or [FreeFrame()])[0], schema) for k, v in value.items()}
-    if isinstance(frame, ArrayFrame) and isinstance(value, list):
-        prefix = frame.prefix_items
-        items = [prefix[i] if i < len(prefix) else frame.items or FreeFrame() for i in range(len(value))]
-        return [_as_written(item, item_frame, schema) for item, item_frame in zip(value, items)]
-    return value
+    match frame:
+        case UnionFrame():
+            chosen = union_branch(frame, value, schema.definitions)
+            return value if chosen is None else _as_written(value, chosen, schema)
+        case EnumFrame():
+            return next((member for member in frame.values if json_key(member) == json_key(value)), value)
+        case IntegerFrame() if isinstance(value, float) and value.is_integer():
+            return int(value)
+        case ObjectFrame() if isinstance(value, dict):
+            return {k: _as_written(v, (member_frames(frame, k) or [FreeFrame()])[0], schema) for k, v in value.items()}
+        case ArrayFrame() if isinstance(value, list):
+            prefix = frame.prefix_items
+            items = [prefix[i] if i < len(prefix) else frame.items or FreeFrame() for i in range(len(value))]
+            return [_as_written(item, item_frame, schema) for item, item_frame in zip(value, items)]
+        case (IntegerFrame() | ObjectFrame() | ArrayFrame() | StringFrame() | NumberFrame() | BooleanFrame()
+              | NullFrame() | RefFrame() | FreeFrame()):
+            return value  # the spelling is the value's own
+        case _:
+            assert_never(frame)
 
 
 def judge_calls(

@@ -23,15 +23,15 @@ fits after it.
 from __future__ import annotations
 
 import json
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..caches import LruCache
 from ..dialects import get_dialect
 from ..errors import ArgumentError, BudgetError, ConstrainedError
-from ..frames.model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, IntegerFrame, NullFrame, NumberFrame,
+from ..frames.model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NullFrame, NumberFrame,
                             ObjectFrame, RefFrame, StringFrame, UnionFrame)
 from ..frames.toolset import normalize_tool
 from ..tools import Tool
@@ -220,50 +220,44 @@ def _closing_candidates(compiled: CompiledTools) -> list[list[int]]:
     return candidates
 
 
-_ranks: dict[str, np.ndarray] = {}
-_ranks_lock = threading.Lock()
+_ranks: LruCache[str, np.ndarray] = LruCache("fallback token ranks", 8)
+"""By tokenizer fingerprint."""
 
 
 def _fallback_rank(tok: Tokenizer) -> np.ndarray:
     """Per token, its place in the fallback order: single digits, then
     other single punctuation, single letters, ``-``, other text, special
     tokens (markup), whitespace; by id within each class."""
-    with _ranks_lock:
-        rank = _ranks.get(tok.fingerprint)
-    if rank is not None:
-        return rank
+    return _ranks.get_or_make(tok.fingerprint, lambda: _ranked(tok))
+
+
+def _ranked(tok: Tokenizer) -> np.ndarray:
     table, specials = tok.token_table[0], tok.token_table[1]
     classes = np.full(tok.vocab_size, 5, dtype=np.int64)
     for token in range(min(len(table), tok.vocab_size)):
         if token not in specials:
             classes[token] = _token_class(table[token])
-    rank = classes * tok.vocab_size + np.arange(tok.vocab_size, dtype=np.int64)
-    with _ranks_lock:
-        _ranks[tok.fingerprint] = rank
-    return rank
+    return classes * tok.vocab_size + np.arange(tok.vocab_size, dtype=np.int64)
 
 
-_plains: dict[tuple[str, bytes], np.ndarray] = {}
+_plains: LruCache[tuple[str, bytes], np.ndarray] = LruCache("plain token masks", 32)
+"""By tokenizer fingerprint and structural bytes."""
 
 
 def _plain_words(tok: Tokenizer, closings: bytes) -> np.ndarray:
     """The packed mask of the tokens with none of ``closings``' bytes nor
     the structural bytes of any value syntax, and not special."""
     structural = frozenset(closings + b'"\\,:{}[]<>\n\r')
-    key = (tok.fingerprint, bytes(sorted(structural)))
-    with _ranks_lock:
-        words = _plains.get(key)
-    if words is not None:
-        return words
+    return _plains.get_or_make((tok.fingerprint, bytes(sorted(structural))), lambda: _plain(tok, structural))
+
+
+def _plain(tok: Tokenizer, structural: frozenset[int]) -> np.ndarray:
     table, specials = tok.token_table[0], tok.token_table[1]
     plain = np.zeros(((tok.vocab_size + 31) // 32) * 32, dtype=bool)
     for token in range(min(len(table), tok.vocab_size)):
         data = table[token]
         plain[token] = bool(data) and token not in specials and structural.isdisjoint(data)
-    words = np.packbits(plain, bitorder="little").view(np.uint32)
-    with _ranks_lock:
-        _plains[key] = words
-    return words
+    return np.packbits(plain, bitorder="little").view(np.uint32)
 
 
 def _token_class(data: bytes) -> int:
@@ -328,30 +322,34 @@ def minimal_value(frame: Frame, definitions: Mapping[str, Frame], depth: int = 0
     only, the fewest items, the shortest strings, the smallest numbers."""
     if depth > _DEPTH:
         return 0
-    if isinstance(frame, RefFrame):
-        target = definitions.get(frame.name)
-        return minimal_value(target, definitions, depth + 1) if target is not None else 0
-    if isinstance(frame, UnionFrame):
-        values = [minimal_value(option, definitions, depth + 1) for option in frame.options]
-        return min(values, key=lambda v: len(json.dumps(v)), default=0)
-    if isinstance(frame, ObjectFrame):
-        members = dict(frame.properties)
-        return {key: minimal_value(members[key], definitions, depth + 1) if key in members else 0
-                for key in frame.required}
-    if isinstance(frame, ArrayFrame):
-        items = [*frame.prefix_items, *[frame.items] * frame.min_items][:frame.min_items]
-        return [minimal_value(item, definitions, depth + 1) if item is not None else 0 for item in items]
-    if isinstance(frame, StringFrame):
-        return "x" * max(frame.min_length, 8 if frame.patterns or frame.format else 0)
-    if isinstance(frame, EnumFrame):
-        return min(frame.values, key=lambda v: len(json.dumps(v)), default=0)
-    if isinstance(frame, (IntegerFrame, NumberFrame)):
-        return frame.minimum if frame.minimum is not None else 0
-    if isinstance(frame, BooleanFrame):
-        return True
-    if isinstance(frame, NullFrame):
-        return None
-    return 0
+    match frame:
+        case RefFrame():
+            target = definitions.get(frame.name)
+            return minimal_value(target, definitions, depth + 1) if target is not None else 0
+        case UnionFrame():
+            values = [minimal_value(option, definitions, depth + 1) for option in frame.options]
+            return min(values, key=lambda v: len(json.dumps(v)), default=0)
+        case ObjectFrame():
+            members = dict(frame.properties)
+            return {key: minimal_value(members[key], definitions, depth + 1) if key in members else 0
+                    for key in frame.required}
+        case ArrayFrame():
+            items = [*frame.prefix_items, *[frame.items] * frame.min_items][:frame.min_items]
+            return [minimal_value(item, definitions, depth + 1) if item is not None else 0 for item in items]
+        case StringFrame():
+            return "x" * max(frame.min_length, 8 if frame.patterns or frame.format else 0)
+        case EnumFrame():
+            return min(frame.values, key=lambda v: len(json.dumps(v)), default=0)
+        case IntegerFrame() | NumberFrame():
+            return frame.minimum if frame.minimum is not None else 0
+        case BooleanFrame():
+            return True
+        case NullFrame():
+            return None
+        case FreeFrame():
+            return 0
+        case _:
+            assert_never(frame)
 
 
 class CallBudget:
@@ -480,20 +478,10 @@ def require_budget(compiled: CompiledTools, budget: int) -> None:
     CallBudget(compiled, [budget])
 
 
-_searches: dict[int, tuple[CompiledTools, ClosingSearch]] = {}
-_searches_lock = threading.Lock()
+_searches: LruCache[tuple[str, str], ClosingSearch] = LruCache("closing searches", 64)
+"""By the compiled set's fingerprint and grammar."""
 
 
 def closing_search(compiled: CompiledTools) -> ClosingSearch:
-    """The :class:`ClosingSearch` of ``compiled``, made once (keyed by the
-    object, which the entry keeps alive)."""
-    with _searches_lock:
-        entry = _searches.get(id(compiled))
-        if entry is not None and entry[0] is compiled:
-            return entry[1]
-    search = ClosingSearch(compiled)
-    with _searches_lock:
-        if len(_searches) >= 64:
-            _searches.clear()
-        _searches[id(compiled)] = (compiled, search)
-    return search
+    """The :class:`ClosingSearch` of ``compiled``, made once per grammar."""
+    return _searches.get_or_make((compiled.fingerprint, compiled.grammar), lambda: ClosingSearch(compiled))
