@@ -25,7 +25,10 @@ from ..grammar.emitter import ValueEmitter
 from ..grammar.syntax import NotWalkable, ValueSyntax, WalkShape
 from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames
+from ..tokenizers import Tokenizer
 from .base import Dialect, Markers, openai_function
+from .description import CallMarkup, ChatFormat, ReasoningMarkup
+from .gemma_template import CALL, gemma_chat_template
 from .raw_values import RawTextSyntax, top_level_value_kind
 from .segments import Malformed, MarkedText, Nested, Parsed, Partial, Value, held_back
 
@@ -58,11 +61,11 @@ class GemmaSyntax(ValueSyntax):
     def delimit(self, text: str) -> str:
         return f"{self.string_delimiter} {text} {self.string_delimiter}"
 
-    def walk_shape(self, markers: Markers) -> WalkShape | NotWalkable:
+    def walk_shape(self, tokenizer: Tokenizer) -> WalkShape | NotWalkable:
         if self.excluded_text is not None:  # the walk's free leaves are llguidance's plain ones
             return NotWalkable("its strings keep a closing marker out of their text, which the walk does not follow")
-        delimiter = markers.tokenizer.token_id(self.string_delimiter)
-        if delimiter is None or not markers.is_token(self.string_delimiter):
+        delimiter = tokenizer.token_id(self.string_delimiter)
+        if delimiter is None or not tokenizer.is_special(delimiter):
             return NotWalkable(f"its string delimiter {self.string_delimiter!r} is not one special token")
         return WalkShape(delimiter, bare_keys=True, ends_at_value=True)
 
@@ -73,40 +76,34 @@ def gemma_syntax(string_delimiter: str) -> GemmaSyntax:
     return GemmaSyntax(",", ",", "gemma_value", r"[A-Za-z_$][A-Za-z0-9_$.\-]*", string_delimiter=string_delimiter)
 
 
-CALL = "call:"
-"""What a call's body starts with, before the tool name (the ``.lark``
-file's ``call`` rule writes it too)."""
-
-
 class Gemma4(Dialect):
     name = "gemma4"
     family = "Gemma 4"
     default_tokenizer = "gemma4"
     value_syntax = gemma_syntax('<|"|>')
-    trained_key_order = "alphabetical"
     string_delimiter: ClassVar[str] = '<|"|>'
-    call_open: ClassVar[str] = "<|tool_call>"
-    call_close: ClassVar[str] = "<tool_call|>"
-    end_tokens = ("<turn|>", "<eos>")
-    call_end_tokens = ("<|tool_response>",)
-    chat_prefix = "<bos>"
-    chat_turn = "<|turn>{role}\n{text}<turn|>\n"
-    chat_roles = {"assistant": "model"}
-    reasoning_tokens: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
-    reasoning_label: ClassVar[str] = "thought\n"
-    interleaved_reasoning: ClassVar[bool] = True
-    lone_reasoning_closing: ClassVar[bool] = True
-    thinks_by_default = False  # Gemma 4's template turns thinking on only with enable_thinking
-    call_separator = ""
+    markup = CallMarkup(
+        open="<|tool_call>",
+        close="<tool_call|>",
+        separator="",
+        turn_ends=("<turn|>", "<eos>"),
+        ends_after_calls=("<|tool_response>",),
+        other_tokens=(string_delimiter,),
+    )
+    reasoning = ReasoningMarkup(
+        tokens=("<|channel>", "<channel|>"),
+        label="thought\n",
+        interleaved=True,
+        lone_closing=True,
+        thinks_by_default=False,  # Gemma 4's template turns thinking on only with enable_thinking
+    )
+    chat = ChatFormat(
+        prefix="<bos>", turn="<|turn>{role}\n{text}<turn|>\n", roles={"assistant": "model"}, trained_key_order="alphabetical"
+    )
 
     declaration_markers: ClassVar[tuple[str, str]] = ("<|tool>", "<tool|>")
     tools: Mapping[str, NormalizedTool] = MappingProxyType({})
     """The tools whose declared keys the parser knows (:meth:`for_tools`)."""
-
-    @property
-    def required_tokens(self) -> tuple[str, ...]:
-        """The call markers and the string delimiter."""
-        return (*super().required_tokens, self.string_delimiter)
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         return f"{literal(tool.name)} {emitter.value(tool.root)}"
@@ -144,9 +141,13 @@ class Gemma4(Dialect):
             parts.append(f"{opening}declaration:{name}{body}{closing}")
         return "".join(parts)
 
+    def chat_template(self) -> str:
+        """Gemma's template as Jinja (:func:`.gemma_template.gemma_chat_template`)."""
+        return gemma_chat_template(self)
+
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         body = render_value(self.arranged(tool, arguments, key_order), self.string_delimiter)
-        return f"{self.call_open}{CALL}{tool.name}{body}{self.call_close}"
+        return f"{self.markup.open}{CALL}{tool.name}{body}{self.markup.close}"
 
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
         """A top-level string is raw text up to the delimiter token, so the
@@ -161,8 +162,8 @@ class Gemma4(Dialect):
         members = rb"(?:" + re.escape(CALL.encode()) + rb"(?P<tool>[^{]*)\{|,)(?:" + key + rb":(?:" + scalar + rb"),)*"
         opening = re.compile(members + rb"(?P<key>" + key + rb"):" + delimiter)
         return RawTextSyntax(
-            call_open=self.call_open,
-            call_close=self.call_close,
+            call_open=self.markup.open,
+            call_close=self.markup.close,
             opening=opening,
             close=self.string_delimiter,
             close_is_token=True,
@@ -259,16 +260,21 @@ class FunctionGemma(Gemma4):
     default_tokenizer = "functiongemma"
     value_syntax = gemma_syntax("<escape>")
     string_delimiter = "<escape>"
-    call_open = "<start_function_call>"
-    call_close = "<end_function_call>"
-    end_tokens = ("<end_of_turn>", "<eos>")
-    call_end_tokens = ("<start_function_response>",)
-    chat_turn = "<start_of_turn>{role}\n{text}<end_of_turn>\n"
-    chat_roles = {"assistant": "model", "system": "developer"}
-    reasoning_tokens = ()
-    reasoning_label = ""
-    interleaved_reasoning = False
-    lone_reasoning_closing = False
+    markup = CallMarkup(
+        open="<start_function_call>",
+        close="<end_function_call>",
+        separator="",
+        turn_ends=("<end_of_turn>", "<eos>"),
+        ends_after_calls=("<start_function_response>",),
+        other_tokens=(string_delimiter,),
+    )
+    reasoning = ReasoningMarkup(thinks_by_default=False)
+    chat = ChatFormat(
+        prefix="<bos>",
+        turn="<start_of_turn>{role}\n{text}<end_of_turn>\n",
+        roles={"assistant": "model", "system": "developer"},
+        trained_key_order="alphabetical",
+    )
     declaration_markers = ("<start_function_declaration>", "<end_function_declaration>")
 
 

@@ -22,7 +22,7 @@ from ..schema.json_values import exact
 from .lark import literal, literals
 
 if TYPE_CHECKING:
-    from ..dialects.base import Markers
+    from ..tokenizers import Tokenizer
     from .emitter import ValueEmitter
 
 
@@ -90,9 +90,9 @@ class ValueSyntax(ABC):
         """Lark for a string under ``frame``'s constraints."""
 
     @abstractmethod
-    def walk_shape(self, markers: Markers) -> WalkShape | NotWalkable:
-        """How the runtime follows values of this syntax with ``markers``'
-        tokenizer, or why it cannot: every syntax must say, so that one the
+    def walk_shape(self, tokenizer: Tokenizer) -> WalkShape | NotWalkable:
+        """How the runtime follows values of this syntax over ``tokenizer``,
+        or why it cannot: every syntax must say, so that one the
         walk cannot follow is a declared reason, never a silent slowdown."""
 
     def delimited_strings(self, values: Sequence[Any]) -> list[str]:
@@ -140,7 +140,7 @@ class JsonSyntax(ValueSyntax):
     def string(self, emitter: ValueEmitter, frame: StringFrame, path: str) -> str:
         return emitter.json_string(frame, path)
 
-    def walk_shape(self, markers: Markers) -> WalkShape | NotWalkable:
+    def walk_shape(self, tokenizer: Tokenizer) -> WalkShape | NotWalkable:
         if self.excluded_text is not None:
             return NotWalkable("its strings keep a closing marker out of their text, which the walk does not follow")
         return JSON_SHAPE

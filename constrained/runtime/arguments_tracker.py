@@ -87,9 +87,9 @@ def arguments_trackers(compiled: CompiledTools, count: int, memo: WalkMemo) -> l
     opening as text, or the walk cannot follow its values: :func:`.walk_shape`)."""
     tok = compiled.tokenizer
     dialect = get_dialect(compiled.dialect)
-    opening = dialect.arguments_opening
+    opening = dialect.markup.arguments_opening
     shape = walk_shape(compiled)
-    if opening is None or not Markers(tok).is_token(dialect.call_open) or not compiled.tools \
+    if opening is None or not Markers(tok).is_token(dialect.markup.open) or not compiled.tools \
             or not isinstance(shape, WalkShape):
         return None
     tools = {tool.name: tool for tool in compiled.tools}
@@ -98,7 +98,7 @@ def arguments_trackers(compiled: CompiledTools, count: int, memo: WalkMemo) -> l
         tool = tools.get(name)
         return None if tool is None else JsonWalk(tool.root, tool.schema.definitions, memo, shape)
 
-    open_id = tok.token_id(dialect.call_open)
+    open_id = tok.token_id(dialect.markup.open)
     assert open_id is not None
-    close_id = tok.token_id(dialect.call_close)
+    close_id = tok.token_id(dialect.markup.close)
     return [ArgumentsTracker(opening, open_id, close_id, tok.token_table[0], walks) for _ in range(count)]

@@ -1033,8 +1033,8 @@ def _call_marks(compiled: CompiledTools) -> dict[int, int]:
     the tool, and those after a call (another call or the end)."""
     dialect = get_dialect(compiled.dialect)
     markers, tok = Markers(compiled.tokenizer), compiled.tokenizer
-    opening, closing = tok.token_id(dialect.call_open), tok.token_id(dialect.call_close)
-    if opening is None or closing is None or not (markers.is_token(dialect.call_open) and markers.is_token(dialect.call_close)):
+    opening, closing = tok.token_id(dialect.markup.open), tok.token_id(dialect.markup.close)
+    if opening is None or closing is None or not (markers.is_token(dialect.markup.open) and markers.is_token(dialect.markup.close)):
         return {}
     return {opening: OPENED_CALL, closing: CLOSED_CALL}
 

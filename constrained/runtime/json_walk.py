@@ -546,5 +546,4 @@ def walk_shape(compiled: CompiledTools) -> WalkShape | NotWalkable:
     """How the walk follows ``compiled``'s values, as its dialect's value
     syntax declares it (:meth:`~constrained.grammar.syntax.ValueSyntax.walk_shape`),
     or why it cannot."""
-    markers = Markers(compiled.tokenizer)
-    return get_dialect(compiled.dialect).values_syntax(markers).walk_shape(markers)
+    return get_dialect(compiled.dialect).values_syntax(Markers(compiled.tokenizer)).walk_shape(compiled.tokenizer)
