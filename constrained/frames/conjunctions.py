@@ -83,6 +83,27 @@ class ConjunctionReader(SiteReader):
             return [Alternative([site], {})]
         if not isinstance(node, dict):
             raise self.malformed(site.path, f"a schema must be an object or a boolean, got {node!r}")
+        self._enter(site, node, chain)
+        chain = chain | {id(node)}
+        if set(node) - _ANNOTATIONS:
+            content[id(node)] = site
+        if "$ref" in node and not self.ref_siblings_apply:
+            return self._flatten_ref(site, chain, content)
+        result = [Alternative([], {})]
+        if "$ref" in node:
+            result = self._flatten_ref(site, chain, content)
+        result = self._product(result, [Alternative([site], {})])
+        for index, member in enumerate(self._schema_list(site, "allOf")):
+            member_site = self._child(site, member, f"/allOf/{index}")
+            result = self._bounded_product(result, self._flatten(member_site, chain, content), site.path)
+        for keyword in ("anyOf", "oneOf"):
+            if keyword in node:
+                result = self._distribute(site, keyword, result, chain, content)
+        return result
+
+    def _enter(self, site: Site, node: dict[str, Any], chain: frozenset[int]) -> None:
+        """Count a visit to ``node`` against the limits and check what every
+        schema object must be (its definitions, its identifier)."""
         self.visits += 1
         if self.visits > MAX_EXPANSION:
             raise self.past_limit(
@@ -99,41 +120,33 @@ class ConjunctionReader(SiteReader):
         identifier = "id" if self.specification in (DRAFT3, DRAFT4) else "$id"
         if identifier in node and not isinstance(node[identifier], str):
             raise self.malformed(site.path, f"{identifier} must be a string (a URI), got {node[identifier]!r}")
-        chain = chain | {id(node)}
-        if set(node) - _ANNOTATIONS:
-            content[id(node)] = site
-        if "$ref" in node and not self.ref_siblings_apply:
-            return self._flatten_ref(site, chain, content)
-        result = [Alternative([], {})]
-        if "$ref" in node:
-            result = self._flatten_ref(site, chain, content)
-        result = self._product(result, [Alternative([site], {})])
-        for index, member in enumerate(self._schema_list(site, "allOf")):
-            member_site = self._child(site, member, f"/allOf/{index}")
-            result = self._bounded_product(result, self._flatten(member_site, chain, content), site.path)
-        for keyword in ("anyOf", "oneOf"):
-            if keyword not in node:
-                continue
-            branches: list[Alternative] = []
-            members: list[list[Alternative]] = []
-            for index, member in enumerate(self._schema_list(site, keyword)):
-                member_site = self._child(site, member, f"/{keyword}/{index}")
-                members.append(self._flatten(member_site, chain, content))
-                for alternative in members[-1]:
-                    if keyword == "oneOf":
-                        alternative.one_of[id(node)] = (site.path, index)
-                    branches.append(alternative)
-            self._require_discriminator(site, keyword, members)
-            if len(result) * len(branches) > MAX_ALTERNATIVES:
-                self.warn(
-                    site.path,
-                    keyword,
-                    f"distributing this {keyword} would give more than {MAX_ALTERNATIVES} "
-                    "alternatives; its branches are not enforced during generation",
-                )
-                continue
-            result = self._product(result, branches)
-        return result
+
+    def _distribute(
+        self, site: Site, keyword: str, result: list[Alternative], chain: frozenset[int], content: dict[int, Site]
+    ) -> list[Alternative]:
+        """``result`` times the branches of the node's ``anyOf`` or ``oneOf``
+        (a ``oneOf`` branch remembers which it is); ``result`` unchanged, with
+        a warning, where the product would be too large."""
+        node = site.node
+        branches: list[Alternative] = []
+        members: list[list[Alternative]] = []
+        for index, member in enumerate(self._schema_list(site, keyword)):
+            member_site = self._child(site, member, f"/{keyword}/{index}")
+            members.append(self._flatten(member_site, chain, content))
+            for alternative in members[-1]:
+                if keyword == "oneOf":
+                    alternative.one_of[id(node)] = (site.path, index)
+                branches.append(alternative)
+        self._require_discriminator(site, keyword, members)
+        if len(result) * len(branches) > MAX_ALTERNATIVES:
+            self.warn(
+                site.path,
+                keyword,
+                f"distributing this {keyword} would give more than {MAX_ALTERNATIVES} "
+                "alternatives; its branches are not enforced during generation",
+            )
+            return result
+        return self._product(result, branches)
 
     def _require_discriminator(self, site: Site, keyword: str, members: list[list[Alternative]]) -> None:
         """Make the key that tells a union's branches apart required in each

@@ -7,6 +7,8 @@ into one :class:`ObjectFrame`. A key's schema is every node's schema for it
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..schema.json_values import pattern_matches
 from ..schema.limits import MAX_PROPERTIES
 from ..schema.patterns import pattern_problem, python_pattern
@@ -15,45 +17,82 @@ from .model import Frame, FreeFrame, ObjectFrame
 from .sites import Site, SiteReader, Unsatisfiable, paths
 
 
+class _Declared(NamedTuple):
+    """What the nodes of a conjunction declare about an object's keys."""
+
+    names: dict[str, None]  # declared and required keys, in order
+    required: dict[str, None]
+    additional: list[Site]  # the explicit additionalProperties
+    patterns: dict[str, list[Site]]
+    declares_keys: bool
+
+
 class ObjectReader(SiteReader):
     """Reads the object keywords of a conjunction."""
 
     def _object(self, nodes: list[Site]) -> ObjectFrame:
-        names: dict[str, None] = {}
-        required: dict[str, None] = {}
-        explicit_additional: list[Site] = []
-        patterns: dict[str, list[Site]] = {}
+        declared = self._declared(nodes)
+        where = paths(nodes)
+        if len(declared.names) > MAX_PROPERTIES:
+            raise self.past_limit(
+                where, f"the object declares {len(declared.names)} keys, more than {MAX_PROPERTIES}; split the tool or use additionalProperties"
+            )
+        properties, forbidden = self._properties(nodes, declared)
+        additional: Frame | None
+        if declared.additional:
+            additional = self._optional_frame(declared.additional, "undeclared keys")
+        else:
+            additional = None if (self.strict and declared.declares_keys) else FreeFrame()
+        pattern_frames = self._pattern_frames(declared.patterns, additional)
+        min_properties = max((self._count(s, "minProperties") for s in nodes if "minProperties" in s.node), default=0)
+        maxima = [self._count(s, "maxProperties") for s in nodes if "maxProperties" in s.node]
+        max_properties = min(maxima) if maxima else None
+        if max_properties is not None and max(min_properties, len(declared.required)) > max_properties:
+            raise Unsatisfiable(where, "more keys are required than maxProperties allows")
+        if additional is None and not pattern_frames and len(properties) < min_properties:
+            raise Unsatisfiable(where, "minProperties exceeds the keys the object may have")
+        return ObjectFrame(
+            properties=tuple(properties),
+            required=tuple(declared.required),
+            additional=additional,
+            pattern_properties=tuple(pattern_frames),
+            min_properties=min_properties,
+            max_properties=max_properties,
+            forbidden=tuple(forbidden),
+        )
+
+    def _declared(self, nodes: list[Site]) -> _Declared:
+        """The keys, patterns and ``additionalProperties`` the nodes declare."""
+        declared = _Declared({}, {}, [], {}, False)
         declares_keys = False
         for site in nodes:
-            declared = self._schema_map(site, "properties")
+            members = self._schema_map(site, "properties")
             pattern_properties = self._schema_map(site, "patternProperties")
             declares_keys = declares_keys or "properties" in site.node or "patternProperties" in site.node
-            names.update(dict.fromkeys(declared))
+            declared.names.update(dict.fromkeys(members))
             for pattern in pattern_properties:
                 self._check_key_pattern(site, pattern)
-                patterns.setdefault(pattern, []).append(
+                declared.patterns.setdefault(pattern, []).append(
                     self._child(site, pattern_properties[pattern], f"/patternProperties/{pointer_token(pattern)}")
                 )
             if "additionalProperties" in site.node:
-                explicit_additional.append(
-                    self._child(site, site.node["additionalProperties"], "/additionalProperties")
-                )
+                additional = self._child(site, site.node["additionalProperties"], "/additionalProperties")
+                declared.additional.append(additional)
             if "required" in site.node:
                 listed = site.node["required"]
                 if not isinstance(listed, list) or not all(isinstance(k, str) for k in listed):
                     raise self.malformed(site.path, f"required must be a list of strings, got {listed!r}")
-                required.update(dict.fromkeys(listed))
-        names.update(required)
-        where = paths(nodes)
-        if len(names) > MAX_PROPERTIES:
-            raise self.past_limit(
-                where, f"the object declares {len(names)} keys, more than {MAX_PROPERTIES}; split the tool or use additionalProperties"
-            )
+                declared.required.update(dict.fromkeys(listed))
+        declared.names.update(declared.required)
+        return declared._replace(declares_keys=declares_keys)
+
+    def _properties(self, nodes: list[Site], declared: _Declared) -> tuple[list[tuple[str, Frame]], list[str]]:
+        """Each named key's frame, and the optional keys no value satisfies."""
         properties: list[tuple[str, Frame]] = []
         forbidden: list[str] = []
-        for name in names:
+        for name in declared.names:
             member = self._member_sites(nodes, name)
-            if name in required:
+            if name in declared.required:
                 try:
                     properties.append((name, self.frame(member)))
                 except Unsatisfiable as exc:
@@ -64,11 +103,11 @@ class ObjectReader(SiteReader):
                 forbidden.append(name)
             else:
                 properties.append((name, frame))
-        additional: Frame | None
-        if explicit_additional:
-            additional = self._optional_frame(explicit_additional, "undeclared keys")
-        else:
-            additional = None if (self.strict and declares_keys) else FreeFrame()
+        return properties, forbidden
+
+    def _pattern_frames(self, patterns: dict[str, list[Site]], additional: Frame | None) -> list[tuple[str, Frame]]:
+        """Each pattern's frame; a pattern no value satisfies is dropped, with
+        a warning where that forbids keys generation cannot keep out."""
         pattern_frames = []
         for pattern, sites in patterns.items():
             frame = self._optional_frame(sites, f"keys matching {pattern!r}")
@@ -80,22 +119,7 @@ class ObjectReader(SiteReader):
                     "patternProperties",
                     f"keys matching {pattern!r} are forbidden, which is not enforced during generation",
                 )
-        min_properties = max((self._count(s, "minProperties") for s in nodes if "minProperties" in s.node), default=0)
-        maxima = [self._count(s, "maxProperties") for s in nodes if "maxProperties" in s.node]
-        max_properties = min(maxima) if maxima else None
-        if max_properties is not None and max(min_properties, len(required)) > max_properties:
-            raise Unsatisfiable(where, "more keys are required than maxProperties allows")
-        if additional is None and not pattern_frames and len(properties) < min_properties:
-            raise Unsatisfiable(where, "minProperties exceeds the keys the object may have")
-        return ObjectFrame(
-            properties=tuple(properties),
-            required=tuple(required),
-            additional=additional,
-            pattern_properties=tuple(pattern_frames),
-            min_properties=min_properties,
-            max_properties=max_properties,
-            forbidden=tuple(forbidden),
-        )
+        return pattern_frames
 
     def _check_key_pattern(self, site: Site, pattern: str) -> None:
         """A ``patternProperties`` pattern must be a regular expression; one

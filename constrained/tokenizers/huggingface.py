@@ -64,6 +64,37 @@ def _guess_eos(backend: tokenizers.Tokenizer) -> list[int]:
     return []
 
 
+def _load_slow(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> Tokenizer | None:
+    """A directory's slow (sentencepiece) tokenizer, converted to a fast one
+    by transformers; ``None`` where there is none or no transformers."""
+    import importlib.util
+
+    if not (path.is_dir() and (path / "tokenizer_config.json").is_file()):
+        return None
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(str(path))
+    except Exception as e:
+        raise TokenizerError(f"{path}: transformers cannot load this tokenizer ({e})") from e
+    cfg = _read_json(path / "config.json")
+    if vocab_size is None:
+        vocab_size = _config_vocab_size(cfg)
+    tok = load_object(hf, vocab_size, eos or _config_eos(_read_json(path / "generation_config.json"), cfg))
+    tok.name = path.name
+    return tok
+
+
+def _named_eos(backend: Any, tcfg: dict[str, Any]) -> list[int]:
+    """The end token ``tokenizer_config.json`` names, if the vocabulary has it."""
+    name = tcfg.get("eos_token")
+    name = name.get("content") if isinstance(name, dict) else name
+    token = backend.token_to_id(name) if isinstance(name, str) else None
+    return [] if token is None else [token]
+
+
 def load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> Tokenizer:
     """The tokenizer of a local directory or ``tokenizer.json`` file; a
     directory with only a slow tokenizer goes through transformers."""
@@ -71,23 +102,9 @@ def load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> 
     directory = path if path.is_dir() else path.parent
     file = path / "tokenizer.json" if path.is_dir() else path
     if not file.is_file():
-        if path.is_dir() and (path / "tokenizer_config.json").is_file():
-            # A slow (sentencepiece) tokenizer: transformers can convert it to a fast one.
-            import importlib.util
-
-            if importlib.util.find_spec("transformers") is not None:
-                from transformers import AutoTokenizer
-
-                try:
-                    hf = AutoTokenizer.from_pretrained(str(path))
-                except Exception as e:
-                    raise TokenizerError(f"{path}: transformers cannot load this tokenizer ({e})") from e
-                cfg = _read_json(path / "config.json")
-                if vocab_size is None:
-                    vocab_size = _config_vocab_size(cfg)
-                tok = load_object(hf, vocab_size, eos or _config_eos(_read_json(path / "generation_config.json"), cfg))
-                tok.name = path.name
-                return tok
+        slow = _load_slow(path, vocab_size, eos)
+        if slow is not None:
+            return slow
         raise TokenizerError(
             f"{path}: no tokenizer.json there. Pass a Hugging Face tokenizer directory with a "
             f"tokenizer.json (a fast tokenizer), a tokenizer.json file, or one of the built-in "
@@ -110,14 +127,7 @@ def load_path(path: Path, vocab_size: int | None, eos: Sequence[int] | None) -> 
                 backend.add_tokens([AddedToken(content, special=bool(info.get("special")), normalized=False)])
     if vocab_size is None:
         vocab_size = _config_vocab_size(cfg) or backend.get_vocab_size(with_added_tokens=True)
-    eos_ids = list(eos or ()) or _config_eos(gcfg, cfg)
-    if not eos_ids:
-        name = tcfg.get("eos_token")
-        name = name.get("content") if isinstance(name, dict) else name
-        if isinstance(name, str) and backend.token_to_id(name) is not None:
-            eos_ids = [backend.token_to_id(name)]
-    if not eos_ids:
-        eos_ids = _guess_eos(backend)
+    eos_ids = list(eos or ()) or _config_eos(gcfg, cfg) or _named_eos(backend, tcfg) or _guess_eos(backend)
     bos_name = tcfg.get("bos_token")
     bos_name = bos_name.get("content") if isinstance(bos_name, dict) else bos_name
     bos = backend.token_to_id(bos_name) if isinstance(bos_name, str) else None
