@@ -83,7 +83,7 @@ class ConjunctionReader(SiteReader):
             return [Alternative([site], {})]
         if not isinstance(node, dict):
             raise self.malformed(site.path, f"a schema must be an object or a boolean, got {node!r}")
-        self._enter(site, node, chain)
+        self._visit(site, node, chain)
         chain = chain | {id(node)}
         if set(node) - _ANNOTATIONS:
             content[id(node)] = site
@@ -101,7 +101,7 @@ class ConjunctionReader(SiteReader):
                 result = self._distribute(site, keyword, result, chain, content)
         return result
 
-    def _enter(self, site: Site, node: dict[str, Any], chain: frozenset[int]) -> None:
+    def _visit(self, site: Site, node: dict[str, Any], chain: frozenset[int]) -> None:
         """Count a visit to ``node`` against the limits and check what every
         schema object must be (its definitions, its identifier)."""
         self.visits += 1
