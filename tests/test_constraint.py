@@ -103,7 +103,7 @@ def test_allowed_logits_keep_their_exact_values_and_forbidden_ones_become_minus_
     original[0, 50:60] = -0.0
     logits = original.clone()
     constraint.mask_logits(logits)
-    allowed = torch.from_numpy(llguidance_allowed(constraint._matchers[0], ct.tokenizer.vocab_size))
+    allowed = torch.from_numpy(llguidance_allowed(constraint.rows[0].matcher, ct.tokenizer.vocab_size))
     assert allowed.sum() > 1000
     assert torch.equal(logits[0, allowed], original[0, allowed])
     assert torch.all(logits[0, ~allowed] == float("-inf"))
@@ -354,7 +354,7 @@ def test_raw_text_rows_apply_sparsely_without_allocating() -> None:
     ops = {e.name for e in prof.events()}
     assert "aten::index_fill_" in ops and "aten::index_select" not in ops
     assert [e for e in prof.events() if e.cpu_memory_usage != 0] == []
-    expected = torch.from_numpy(llguidance_allowed(constraint._matchers[0], vocab))
+    expected = torch.from_numpy(llguidance_allowed(constraint.rows[0].matcher, vocab))
     assert 100_000 < int(expected.sum()) < vocab
     for row in range(2):
         assert torch.equal(torch.isfinite(logits[row, :vocab]), expected)
@@ -375,8 +375,8 @@ def test_a_forced_step_keeps_one_logit_without_allocating() -> None:
     logits = torch.randn(3, vocab + 64)
     original = logits.clone()
     constraint.mask_logits(logits)
-    forced = llguidance_allowed(constraint._matchers[0], vocab)
-    dense = llguidance_allowed(constraint._matchers[2], vocab)
+    forced = llguidance_allowed(constraint.rows[0].matcher, vocab)
+    dense = llguidance_allowed(constraint.rows[2].matcher, vocab)
     assert int(forced.sum()) == 1 and int(dense.sum()) > 1  # row 2: the table path
     for _ in range(2):  # llguidance's mask, then the cached one
         for row, expected in ((0, forced), (1, forced), (2, dense)):
@@ -406,7 +406,7 @@ def _hermes_city_steps(city_frame: dict[str, Any]) -> tuple[CompiledTools, int |
     stopped_at = None
     for step, token in enumerate(tokens):
         constraint.fill_masks()
-        if stopped_at is None and constraint._nodes[0] is None:
+        if stopped_at is None and constraint.rows[0].node is None:
             stopped_at = step
         constraint.consume([token])
     return ct, stopped_at, len(tokens)
@@ -526,7 +526,7 @@ def test_an_end_token_the_steps_mask_allows_ends_the_row_without_copying_the_mat
     for token in tokens[:-1]:
         constraint.fill_masks()
         constraint.consume([token])
-    counting = constraint._matchers[0] = _Counting(constraint._matchers[0])
+    counting = constraint.rows[0].matcher = _Counting(constraint.rows[0].matcher)
     if masked:
         constraint.fill_masks()
     constraint.consume([tokens[-1]])
@@ -572,7 +572,7 @@ def test_a_call_the_cached_masks_allow_is_held_without_feeding_llguidance(dialec
     for city in ("Paris", "Lyon"):
         constraint = ToolCallConstraint(ct, 1)
         constraint.prepare(torch.zeros(1, vocab))
-        counting = constraint._matchers[0] = _Counting(constraint._matchers[0])
+        counting = constraint.rows[0].matcher = _Counting(constraint.rows[0].matcher)
         walk_masked(constraint, call_with(city, dialect))
         assert constraint.state(0) is RowState.FINISHED and constraint.events == []
         counts.append((counting.feeds, counting.validations))
@@ -597,8 +597,8 @@ def test_a_long_value_reaches_its_closing_without_feeding_llguidance_its_text() 
     for _ in range(2):
         constraint = ToolCallConstraint(ct, 1)
         constraint.prepare(torch.zeros(1, t.vocab_size))
-        counting = constraint._matchers[0] = _Counting(constraint._matchers[0])
-        tracker = constraint._trackers[0]
+        counting = constraint.rows[0].matcher = _Counting(constraint.rows[0].matcher)
+        tracker = constraint.rows[0].tracker
         before_closing = []  # llguidance's feeds where the text ends with all of the closing but its last byte
         for token in tokens:
             constraint.fill_masks()
@@ -620,7 +620,7 @@ def test_tokens_held_unfed_reach_the_matcher_in_one_call_when_llguidance_is_aske
     walk_masked(warm, tokens)
     constraint = ToolCallConstraint(ct, 1)
     constraint.prepare(torch.zeros(1, ct.tokenizer.vocab_size))
-    counting = constraint._matchers[0] = _Counting(constraint._matchers[0])
+    counting = constraint.rows[0].matcher = _Counting(constraint.rows[0].matcher)
     walk_masked(constraint, tokens[:-3])
     assert counting.feeds == 0
     fresh = ct.matcher()
@@ -678,7 +678,7 @@ def test_a_token_a_wrong_mask_let_through_is_a_violation_where_llguidance_refuse
     walk_masked(warm, tokens)
     constraint = ToolCallConstraint(ct, 1, on_violation=on_violation)  # type: ignore[arg-type]
     constraint.prepare(logits)
-    counting = constraint._matchers[0] = _Counting(constraint._matchers[0])
+    counting = constraint.rows[0].matcher = _Counting(constraint.rows[0].matcher)
     walk_masked(constraint, tokens[:5])
     assert counting.feeds == 0
     constraint.fill_masks()

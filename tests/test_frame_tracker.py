@@ -89,11 +89,12 @@ def test_a_tool_sets_requests_share_one_memo_and_what_it_looked_up() -> None:
     first = ToolCallConstraint(compiled)  # type: ignore[arg-type]
     first.consume_row(0, tokens)
     second = ToolCallConstraint(compiled)  # type: ignore[arg-type]
-    assert first._trackers is not None and second._trackers is not None
-    memo = first._trackers[0]._memo
-    assert second._trackers[0]._memo is memo and memo.quiet
+    first_tracker, second_tracker = first.rows[0].tracker, second.rows[0].tracker
+    assert first_tracker is not None and second_tracker is not None
+    memo = first_tracker._memo
+    assert second_tracker._memo is memo and memo.quiet
     # The lookups per tool and key are the same functions, with what they found kept.
-    assert second._trackers[0]._value_kind is first._trackers[0]._value_kind
+    assert second_tracker._value_kind is first_tracker._value_kind
 
 
 def test_a_memo_table_starts_over_when_full() -> None:

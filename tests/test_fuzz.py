@@ -22,7 +22,9 @@ import torch
 
 from constrained import compile_tools, render_tool_calls
 from constrained.runtime import constraint as constraint_module
-from constrained.runtime.constraint import ToolCallConstraint, _call_marks, warm_mask_cache
+from constrained.runtime import warm_up as warm_up_module
+from constrained.runtime.cache_walk import call_marks
+from constrained.runtime.constraint import ToolCallConstraint, warm_mask_cache
 from constrained.runtime.mask_cache import LEAF_LABELS, NAMED_LABELS, OPENED_CALL
 from constrained.frames.examples import example_arguments
 from constrained.dialects import DIALECTS
@@ -123,7 +125,7 @@ def test_a_mask_that_allows_nothing_is_a_wedge(monkeypatch):
 
     def nothing_after_three(self):
         fill(self)
-        if self._consumed[0] >= 3:
+        if self.held(0) >= 3:
             self._require_buffers().host_words[0].fill(0)
 
     monkeypatch.setattr(ToolCallConstraint, "fill_masks", nothing_after_three)
@@ -313,7 +315,8 @@ def test_a_tool_set_s_first_constraint_warms_its_cache_once(dialect, monkeypatch
     assert not any(computed[:4]), computed
     assert compiled._masks.rows > 0
     walks = []
-    monkeypatch.setattr(constraint_module, "_warm", walks.append)
+    monkeypatch.setattr(constraint_module, "walk_warm_up", walks.append)
+    monkeypatch.setattr(warm_up_module, "walk_warm_up", walks.append)
     ToolCallConstraint(compiled)
     warm_mask_cache(compiled)
     assert walks == []
@@ -323,7 +326,8 @@ def test_a_constraint_without_the_cache_warms_nothing(monkeypatch):
     compiled = compile_tools([WEATHER], "qwen3_coder", "qwen3", tool_choice="required")
     object.__setattr__(compiled, "_masks", None)
     walks = []
-    monkeypatch.setattr(constraint_module, "_warm", walks.append)
+    monkeypatch.setattr(constraint_module, "walk_warm_up", walks.append)
+    monkeypatch.setattr(warm_up_module, "walk_warm_up", walks.append)
     ToolCallConstraint(compiled, cache_masks=False)
     assert walks == [] and compiled._masks is None
     ToolCallConstraint(compiled)
@@ -607,7 +611,7 @@ def test_a_warmed_mask_cache_holds_llguidance_s_trunk(dialect, choice):
     warm_mask_cache(compiled)
     reference = compiled.matcher()
     forced = reference.compute_ff_tokens()
-    marks = _call_marks(compiled)  # a call's opening token leads to one node from the root
+    marks = call_marks(compiled)  # a call's opening token leads to one node from the root
     node, held = compiled._masks.root, []
     while isinstance(node.mask, int):
         held.append(node.mask)

@@ -85,7 +85,7 @@ NAMED_LABELS = 1 << 41
 it closed (:meth:`MaskCache.label`)."""
 OPENED_CALL = 1 << 42
 """The label of the node after a call's opening token, from the root, in
-every call (:func:`constrained.runtime.constraint._call_marks`)."""
+every call (:func:`constrained.runtime.cache_walk.call_marks`)."""
 CLOSED_CALL = OPENED_CALL + 1
 """The label of the node after a call's closing token, from the root."""
 _SAMPLE = 16
@@ -133,7 +133,7 @@ class MaskNode:
         the member alone decides what follows it): per state of its closing, the
         tokens the grammar allows that end the value and go on (mask words
         and their bits, :func:`token_words`), once asked
-        (:meth:`~constrained.runtime.constraint.ToolCallConstraint._crossing`)."""
+        (:meth:`~constrained.runtime.cache_walk.CacheWalk.crossing`)."""
 
     def child(self, label: int) -> MaskNode:
         """The node one token further (``label``: the token id, or
