@@ -154,3 +154,26 @@ def test_a_step_fed_as_bytes_is_learned_and_lands_where_the_bytes_lead():
     again = place(JsonWalk(tool.root, tool.schema.definitions, memo), pieces)
     assert again == first == place(new_walk(OBJECT), pieces)
     assert len(memo.steps) == len(pieces)  # nothing new learned the second time
+
+
+def test_a_value_syntax_must_declare_its_walk_shape():
+    """A syntax that does not say how the walk follows its values (or why it cannot) is no syntax."""
+    from constrained.grammar.syntax import JsonSyntax, ValueSyntax
+
+    class Undeclared(ValueSyntax):
+        key = any_key = string_literal = JsonSyntax.key  # type: ignore[assignment]
+        string = JsonSyntax.string  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match="walk_shape"):
+        Undeclared(", ", ", ", "json_value", "x")  # type: ignore[abstract]
+
+
+def test_a_syntax_the_walk_cannot_follow_is_reported_by_the_constraint():
+    """GLM's strings keep its closing out of their text: the walk declines, and the constraint says why."""
+    from constrained import compile_tools
+    from constrained.runtime.constraint import ToolCallConstraint
+
+    compiled = compile_tools([{"type": "function", "function": {"name": "t", "parameters": OBJECT}}], "glm47", "qwen3")
+    state = ToolCallConstraint(compiled).cache_state
+    assert state.startswith("on, values keyed by their tokens") and "closing marker" in state
+    assert ToolCallConstraint(compiled, cache_masks=False).cache_state == "off"
