@@ -75,21 +75,21 @@ def main() -> int:
             for row in range(batch):
                 constraint.consume_row(row, header)
             constraint.fill_masks()
-            assert constraint.precomputed_rows == batch and all(f is not None for f in constraint._forbidden)
-            words = constraint._buffers.host_bits.numpy()[0].copy()
+            assert constraint.precomputed_rows == batch and all(f is not None for f in constraint.masks.forbidden)
+            words = constraint.buffers().host_bits.numpy()[0].copy()
             bitmask = torch.from_numpy(np.tile(words, (batch, 1)))
             bits = torch.from_numpy(np.unpackbits(np.tile(words, (batch, 1)).view(np.uint8), axis=1,
                                                   bitorder="little")[:, :vocab].astype(bool))
             unpacked = torch.empty(batch, vocab, dtype=torch.bool)
-            forbidden = list(constraint._forbidden)
+            forbidden = list(constraint.masks.forbidden)
 
             def ours_sparse() -> None:
                 constraint.apply(logits)
 
             def ours_dense() -> None:
-                constraint._forbidden[:] = [None] * batch
+                constraint.masks.forbidden[:] = [None] * batch
                 constraint.apply(logits)
-                constraint._forbidden[:] = forbidden
+                constraint.masks.forbidden[:] = forbidden
 
             def xgrammar() -> None:
                 xgr.apply_token_bitmask_inplace(logits, bitmask)

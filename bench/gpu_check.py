@@ -115,14 +115,16 @@ def apply_step(name: str, batch: int, device: torch.device) -> Callable[[], Any]
     if name.startswith("constrained"):  # each GPU path by name, whatever the default
         words = (constraint.vocab_size + 31) // 32
         kernel = name == "constrained (Triton kernel)"
-        constraint._buffers = MaskBuffers.allocate(constraint.compiled.tokenizer, batch, words, logits, kernel=kernel)
+        constraint.masks.buffers = MaskBuffers.allocate(constraint.compiled.tokenizer, batch, words, logits, kernel=kernel)
+        for row in range(batch):
+            constraint.masks.forget(row)  # the new buffers hold nothing yet: the fill writes every row
     constraint.fill_masks()
     if name.startswith("constrained"):
         return lambda: constraint.apply(logits)
     if name.startswith("XGrammar"):
         import xgrammar as xgr
 
-        bits = constraint._buffers.host_bits.to(device)
+        bits = constraint.buffers().host_bits.to(device)
         return lambda: xgr.apply_token_bitmask_inplace(logits, bits)
     target = torch.empty_like(logits)
     return lambda: target.copy_(logits)

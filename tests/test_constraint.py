@@ -682,7 +682,7 @@ def test_a_token_a_wrong_mask_let_through_is_a_violation_where_llguidance_refuse
     walk_masked(constraint, tokens[:5])
     assert counting.feeds == 0
     constraint.fill_masks()
-    constraint._require_buffers().host_words[0, forbidden >> 5] |= np.uint32(1 << (forbidden & 31))
+    constraint.buffers().host_words[0, forbidden >> 5] |= np.uint32(1 << (forbidden & 31))
     constraint.consume([forbidden])
     [event] = constraint.events
     assert (event.position, event.token_id) == (5, forbidden)

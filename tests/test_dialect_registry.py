@@ -6,7 +6,6 @@ the first look-up; and registration names what a dialect lacks."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 

@@ -126,7 +126,7 @@ def test_a_mask_that_allows_nothing_is_a_wedge(monkeypatch):
     def nothing_after_three(self):
         fill(self)
         if self.held(0) >= 3:
-            self._require_buffers().host_words[0].fill(0)
+            self.buffers().host_words[0].fill(0)
 
     monkeypatch.setattr(ToolCallConstraint, "fill_masks", nothing_after_three)
     run = walk(weather(), 0)
@@ -139,7 +139,7 @@ def test_a_mask_that_differs_from_llguidance_is_an_error_when_cross_checked(monk
 
     def one_extra_token(self):
         fill(self)
-        self._require_buffers().host_words[0][0] |= np.uint32(1)  # token 0 (<pad>), never allowed by the grammar
+        self.buffers().host_words[0][0] |= np.uint32(1)  # token 0 (<pad>), never allowed by the grammar
 
     monkeypatch.setattr(ToolCallConstraint, "fill_masks", one_extra_token)
     run = walk(weather(), 0, WalkOptions(crosscheck_every=1))
@@ -644,7 +644,7 @@ def test_a_token_the_constraint_refuses_is_an_error(monkeypatch):
 
     def only_pad(self):
         fill(self)
-        words = self._require_buffers().host_words[0]
+        words = self.buffers().host_words[0]
         words.fill(0)
         words[0] = np.uint32(1)  # token 0 (<pad>) only
 

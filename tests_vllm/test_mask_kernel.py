@@ -57,7 +57,7 @@ CHECK = textwrap.dedent(
     on_cpu = logits.clone()
     constraint.mask_logits(on_cpu)
     buffers = MaskBuffers.allocate(tok, 4, (tok.vocab_size + 31) // 32, logits, kernel=True)
-    buffers.host_bits.copy_(constraint._buffers.host_bits)
+    buffers.host_bits.copy_(constraint.buffers().host_bits)
     by_kernel = apply_mask(buffers, logits.clone(), [None] * 4, [None] * 4, tok.vocab_size)
     results["states"] = [state.value for state in constraint._states]
     results["constraint"] = torch.equal(by_kernel, on_cpu)

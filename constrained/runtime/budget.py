@@ -485,3 +485,14 @@ _searches: LruCache[tuple[str, str], ClosingSearch] = LruCache("closing searches
 def closing_search(compiled: CompiledTools) -> ClosingSearch:
     """The :class:`ClosingSearch` of ``compiled``, made once per grammar."""
     return _searches.get_or_make((compiled.fingerprint, compiled.grammar), lambda: ClosingSearch(compiled))
+
+
+def call_budget(compiled: CompiledTools, batch_size: int, budget: int | Sequence[int] | None) -> CallBudget | None:
+    """The rows' budgets (one for all, or one per row), checked against the
+    shortest complete output before anything is generated."""
+    if budget is None:
+        return None
+    budgets = [budget] * batch_size if isinstance(budget, int) else [int(b) for b in budget]
+    if len(budgets) != batch_size:
+        raise ArgumentError(f"budget needs one value per row ({batch_size}), got {len(budgets)}", argument="budget")
+    return CallBudget(compiled, budgets)

@@ -20,7 +20,10 @@ import numpy as np
 
 from ..dialects import get_dialect
 from ..dialects.base import Markers
-from .json_walk import BACK, MARK, JsonWalk
+from ..grammar.syntax import NotWalkable
+from .arguments_tracker import ArgumentsTracker, arguments_trackers
+from .frame_tracker import FrameTracker, frame_trackers
+from .json_walk import BACK, MARK, JsonWalk, walk_shape
 from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, OPENED_CALL, MaskCache, MaskNode, allows_other_than,
                          token_words)
 from .row import HistoryEntry, Row, new_entry
@@ -28,8 +31,6 @@ from .row import HistoryEntry, Row, new_entry
 if TYPE_CHECKING:
     from ..compiler import CompiledTools
     from ..tokenizers import Tokenizer
-    from .arguments_tracker import ArgumentsTracker
-    from .frame_tracker import FrameTracker
 
 Words = tuple[np.ndarray, np.ndarray]
 """Mask words and the bits that allow tokens in each (:func:`.mask_cache.token_words`)."""
@@ -313,3 +314,27 @@ def call_marks(compiled: CompiledTools) -> dict[int, int]:
     if opening is None or closing is None or not (markers.is_token(dialect.markup.open) and markers.is_token(dialect.markup.close)):
         return {}
     return {opening: OPENED_CALL, closing: CLOSED_CALL}
+
+
+def followers(compiled: CompiledTools, count: int,
+              cache: MaskCache | None) -> list[FrameTracker | ArgumentsTracker | None]:
+    """What follows each row's markup: frame trackers (raw-value dialects),
+    else arguments trackers (arguments as one JSON value, with a cache),
+    else nothing."""
+    trackers = frame_trackers(compiled, count, cache.walks, cache.trackers) if cache is not None \
+        else frame_trackers(compiled, count)
+    if trackers is not None:
+        return list(trackers)
+    arguments = arguments_trackers(compiled, count, cache.walks) if cache is not None else None
+    return list(arguments) if arguments is not None else [None] * count
+
+
+def cache_state(compiled: CompiledTools, cache: MaskCache | None) -> str:
+    """How the mask cache serves a constraint, in one line
+    (``ToolCallConstraint.cache_state``)."""
+    if cache is None:
+        return "off"
+    shape = walk_shape(compiled)
+    if isinstance(shape, NotWalkable):
+        return f"on, values keyed by their tokens: the JSON walk cannot follow the value syntax ({shape.reason})"
+    return "on"

@@ -20,26 +20,19 @@ leaves a row without an allowed token.
 from __future__ import annotations
 
 import logging
-import threading
-from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..caches import LruCache
 from ..errors import ArgumentError, ConstraintError, GenerationError
-from ..grammar.syntax import NotWalkable
-from .arguments_tracker import ArgumentsTracker, arguments_trackers
-from .budget import CallBudget
-from .cache_walk import CacheWalk, Words
-from .frame_tracker import FrameTracker, frame_trackers
-from .json_walk import walk_shape
-from .logits_mask import MaskBuffers, apply_mask
-from .mask_cache import NOTHING, MaskCache, MaskNode, mask_cache, single_token, write_token
-from .row import HistoryEntry, Row, RowState
-from .text_masks import ALL_ALLOWED
+from .budget import call_budget
+from .cache_walk import CacheWalk, cache_state, followers
+from .frame_tracker import FrameTracker
+from .host_masks import HostMasks, executor
+from .mask_cache import mask_cache
+from .mask_filling import MISSES_IN_A_ROW, MaskFilling
+from .row import ON_VIOLATION, ConstraintEvent, OnViolation, Row, RowState
 from .warm_up import walk_warm_up
 from .warm_up import warm_mask_cache as warm_mask_cache
 
@@ -47,35 +40,14 @@ if TYPE_CHECKING:
     import torch
 
     from ..compiler import CompiledTools
+    from .logits_mask import MaskBuffers
+
+__all__ = [
+    "MISSES_IN_A_ROW", "PROMPT_TAIL", "ConstraintEvent", "OnViolation", "RowState", "ToolCallConstraint",
+    "compiled_for_prompts", "fill_masks_together", "warm_mask_cache",
+]
 
 logger = logging.getLogger(__name__)
-
-MISSES_IN_A_ROW = 32
-"""After this many cache misses in a row whose masks allow several tokens,
-in text the cache keys on (like a long string under a pattern), a sequence
-stops keeping and looking up masks."""
-
-OnViolation = Literal["unconstrained", "stop"]
-ON_VIOLATION = ("unconstrained", "stop")
-
-
-@dataclass(frozen=True)
-class ConstraintEvent:
-    """A token the grammar did not allow was fed to sequence ``row``, after
-    ``position`` tokens of its output; the row went to ``state``."""
-
-    row: int
-    position: int
-    token_id: int
-    token: str
-    state: RowState
-
-    def __str__(self) -> str:
-        return (
-            f"sequence {self.row}: token {self.token_id} ({self.token!r}) at output position "
-            f"{self.position} is not allowed by the grammar; the sequence is now {self.state.value}"
-        )
-
 
 PROMPT_TAIL = 16
 """Tokens at a prompt's end that say whether it opened a reasoning block."""
@@ -97,16 +69,7 @@ def compiled_for_prompts(compiled: CompiledTools, prompts: Sequence[str]) -> Com
 _ACTIVE, _RELEASED = RowState.ACTIVE, RowState.RELEASED
 
 
-class Pending(NamedTuple):
-    """A row whose mask llguidance computes this step: its matcher, its
-    index and its node in the mask cache (where the mask is kept)."""
-
-    matcher: Any
-    row: int
-    node: MaskNode | None
-
-
-class ToolCallConstraint:
+class ToolCallConstraint(MaskFilling):
     """The compiled tool grammar applied to a batch of ``batch_size``
     sequences, token by token.
 
@@ -171,37 +134,29 @@ class ToolCallConstraint:
         cache = mask_cache(compiled) if cache_masks else None
         self.walk = CacheWalk(compiled, cache)
         """How rows move along the tool set's mask cache."""
-        self.cache_state = _cache_state(compiled, cache)
+        self.cache_state = cache_state(compiled, cache)
         """How the mask cache serves this constraint, in one line: ``on``,
         ``off`` (``cache_masks=False``), or on with values keyed by their
         tokens and why (a value syntax the JSON walk cannot follow)."""
         root = cache.root if cache is not None else None
         self.rows = [Row(compiled.matcher(), follower, follower if isinstance(follower, FrameTracker) else None, root)
-                     for follower in _followers(compiled, batch_size, cache)]
+                     for follower in followers(compiled, batch_size, cache)]
         """One :class:`~.row.Row` per sequence: its matcher and where it stands."""
-        # Per row, what the host bitmask holds, read by apply as lists: the
-        # tokens its filled mask forbids when they are few and known (CPU
-        # apply sets just those), the one token it allows when known (CPU
-        # apply keeps just that logit), and what its row holds when known, so
-        # the next fill need not write it again (a kept mask, its token or
-        # its row, or a precomputed raw-text row, by identity).
-        self._forbidden: list[Any] = [None] * batch_size
-        self._single: list[int | None] = [None] * batch_size
-        self._holding: list[object] = [None] * batch_size
+        self.masks = HostMasks(compiled.tokenizer, batch_size)
+        """The host bitmask the rows' masks are filled into, and what each row holds."""
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
-        self._executor = _executor(num_threads) if batch_size > 1 and num_threads is not None else None
+        self._executor = executor(num_threads) if batch_size > 1 and num_threads is not None else None
         self.precomputed_rows = 0
         """Masks filled from precomputed raw-text rows."""
         self.cached_rows = 0
         """Masks filled from the mask cache."""
         self.forced_rows = 0
         """Masks filled from the tokens the grammar forces (the rest by llguidance)."""
-        self.words = (self.vocab_size + 31) // 32
+        self.words = self.masks.words
         """``uint32`` words in a row of the bitmask."""
-        self._buffers: MaskBuffers | None = None
         if cache is not None and cache.claim_warm_up():
             walk_warm_up(compiled)
-        self._budget = _call_budget(compiled, batch_size, budget)
+        self._budget = call_budget(compiled, batch_size, budget)
 
     # -- state -------------------------------------------------------------
 
@@ -270,26 +225,9 @@ class ToolCallConstraint:
             if fed < unfed:
                 refused = unfed - fed
                 token = r.history[-refused].token
-                _take_back(r, refused)
+                r.take_back(refused)
                 r.consumed -= refused
                 self._violate(row, token, refused)
-
-    def _caught_up(self, row: int) -> Any:
-        """The row's matcher, fed every token the row holds."""
-        self._catch_up(row)
-        return self.rows[row].matcher
-
-    def _ready_matcher(self, row: int) -> Any:
-        """The row's matcher, fed every token the row holds, or None where
-        catching up met a violation."""
-        self._catch_up(row)
-        r = self.rows[row]
-        return r.matcher if r.state is _ACTIVE else None
-
-    def _crossing(self, row: int, state: int, candidates: list[int]) -> Words:
-        """The crossing tokens of the row's open value of any text from the
-        closing's state ``state`` (:meth:`.CacheWalk.crossing`)."""
-        return self.walk.crossing(self.rows[row], state, candidates, partial(self._ready_matcher, row))
 
     def _stopped(self, row: int) -> bool:
         """Whether the row's grammar is complete (llguidance's ``is_stopped``:
@@ -403,8 +341,7 @@ class ToolCallConstraint:
     def mask_allows(self, row: int, token: int) -> bool:
         """Whether the host bitmask, as the last fill left it, allows
         ``token`` in ``row``."""
-        assert self._buffers is not None
-        return bool((self._buffers.host_view[row, token >> 5] >> (token & 31)) & 1)
+        return self.masks.allows(row, token)
 
     def _describe(self, token: int) -> str:
         if 0 <= token < self.vocab_size:
@@ -437,40 +374,13 @@ class ToolCallConstraint:
             r.consumed -= 1
             matched -= 1
         if matched:
-            self._roll_back_matcher(row, matched)
-            _take_back(r, matched)
+            r.roll_back_matcher(row, matched, self.compiled.matcher)
+            r.take_back(matched)
         r.consumed -= matched
         if r.unmatched == 0:
             r.state = RowState.ACTIVE
             if r.ended or self._stopped(row):
                 r.state = RowState.FINISHED
-
-    def _roll_back_matcher(self, row: int, count: int) -> None:
-        """Take ``count`` tokens back from the row's matcher.
-
-        llguidance keeps the last mask it computed, keyed by its lexer state
-        and parser row index, and its rollback keeps it: tokens fed after a
-        rollback can meet that key again in a different parser row and get
-        that mask (after a string value that ends one tool's arguments, where
-        ``"}`` may follow, the first string value of another tool, which
-        still needs a key, allowed ``"}`` too). So when llguidance computed a
-        mask past the point rolled back to, the row gets a new matcher, fed
-        the tokens it keeps (under 1 us a token) when llguidance is next
-        asked; otherwise its own rollback is exact. Tokens the matcher was
-        not fed are only forgotten."""
-        r = self.rows[row]
-        kept = r.consumed - count
-        unfed = min(count, r.unfed)
-        r.unfed -= unfed
-        count -= unfed
-        if not count:
-            return
-        if r.mask_at <= kept:
-            if not r.matcher.rollback(count):
-                raise ConstraintError(f"sequence {row}: llguidance could not roll back {count} tokens")
-            return
-        # A new matcher, fed the tokens kept when it is next asked.
-        r.matcher, r.mask_at, r.unfed = self.compiled.matcher(), -1, kept
 
     # -- the mask ----------------------------------------------------------
 
@@ -483,167 +393,13 @@ class ToolCallConstraint:
         self.fill_masks()
         return self.apply(logits)
 
-    def fill_masks(self) -> None:
-        """Compute every row's allowed tokens into the host bitmask. The
-        buffers must exist: call :meth:`prepare` first or use
-        :meth:`mask_logits`. :func:`fill_masks_together` fills several
-        constraints in one step."""
-        pending = self._fill_known()
-        if self._executor is None or len(pending) < 2:
-            for matcher, row, _ in pending:
-                self._compute(matcher, row)
-        else:
-            for item in pending:
-                self._computing(item.row)
-            self._executor.unsafe_compute_mask_ptr([(item.matcher, item.row) for item in pending],
-                                                   self._require_buffers().host_address, self.words * 4, self.batch_size)
-        self._settle(pending)
-
-    @staticmethod
-    def fill_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:
-        """:func:`fill_masks_together`."""
-        if len({constraint.words for constraint in constraints}) > 1:
-            raise ArgumentError("constraints filled together must share one vocabulary", argument="constraints")
-        pending = [constraint._fill_known() for constraint in constraints]
-        work = [(constraint, item) for constraint, items in zip(constraints, pending) for item in items]
-        if len(work) == 1 or num_threads is None:
-            for constraint, (matcher, row, _) in work:
-                constraint._compute(matcher, row)
-        elif work:
-            for constraint, item in work:
-                constraint._computing(item.row)
-            words = constraints[0].words
-            scratch = _scratch(len(work), words)
-            _executor(num_threads).unsafe_compute_mask_ptr(
-                [(item.matcher, index) for index, (_, item) in enumerate(work)], scratch.ctypes.data, words * 4, len(work)
-            )
-            for index, (constraint, item) in enumerate(work):
-                np.copyto(constraint._require_buffers().host_words[item.row], scratch[index])
-        for constraint, items in zip(constraints, pending):
-            constraint._settle(items)
-
-    def _steer(self) -> None:
-        """Rows near the end of their budget: only what closes within it
-        (:mod:`.budget`)."""
-        assert self._budget is not None
-        words = self._require_buffers().host_words
-        for row, r in enumerate(self.rows):
-            if r.state is _ACTIVE and self._budget.narrow(row, r.consumed, words[row], partial(self._caught_up, row)):
-                self._forbidden[row] = self._holding[row] = None
-                self._single[row] = single_token(words[row])
-                if r.state is _RELEASED:  # catching up met a violation
-                    words[row].fill(ALL_ALLOWED)
-                    self._single[row] = None
-                elif r.state is not _ACTIVE:
-                    np.copyto(words[row], self._require_buffers().end_words)
-                    self._single[row] = None
-
-    def _computing(self, row: int) -> None:
-        """Note that llguidance computes the row's mask now (:meth:`_roll_back_matcher`)."""
-        r = self.rows[row]
-        r.mask_at = r.consumed
-
-    def _compute(self, matcher: Any, row: int) -> None:
-        """llguidance's mask for ``row`` into the host bitmask (the address
-        from torch: numpy's ``ctypes`` costs about 3 us a call)."""
-        row_bytes = self.words * 4
-        self._computing(row)
-        matcher.unsafe_compute_mask_ptr(self._require_buffers().host_address + row * row_bytes, row_bytes)
-
-    def _fill_known(self) -> list[Pending]:
-        """Fill the rows whose mask is known without llguidance (raw-text
-        rows, the mask cache, finished and released rows); return the
-        others. The hot path of every step: locals over attribute lookups."""
-        buffers = self._require_buffers()
-        words = buffers.host_words
-        pending: list[Pending] = []
-        forbidden, single, holding = self._forbidden, self._single, self._holding
-        for row, r in enumerate(self.rows):
-            held = holding[row]
-            forbidden[row] = single[row] = holding[row] = None
-            state = r.state
-            if state is _ACTIVE:
-                state = self._fill_active(row, r, words[row], held, pending)
-            if state is _RELEASED:
-                words[row].fill(ALL_ALLOWED)
-                forbidden[row] = buffers.nothing
-            elif state is not _ACTIVE:
-                np.copyto(words[row], buffers.end_words)
-        return pending
-
-    def _fill_active(self, row: int, r: Row, words: np.ndarray, held: object, pending: list[Pending]) -> RowState:
-        """Fill an active row's mask where it is known (``held``: what its
-        bitmask row holds), else add it to ``pending``; the row's state after
-        (catching up may meet a violation)."""
-        r.masked = True
-        node = r.node
-        tracker = r.tracker
-        if tracker is not None and tracker.in_text_frame:
-            start = r.value_start
-            if start is not None and start.crossings is None:  # a violation there is met below
-                self.walk.learn_crossings(r, start, partial(self._ready_matcher, row))
-            # partial, made per step: kept on self it would be a cycle that outlives the request
-            self._forbidden[row], self._holding[row] = tracker.fill(words, partial(self._crossing, row), held)
-            self.precomputed_rows += 1
-        elif node is not None and (mask := node.mask) is not None:
-            cache = self.walk.cache
-            assert cache is not None
-            self._forbidden[row] = cache.write(node, words, held)
-            self._holding[row] = mask
-            self._single[row] = mask if isinstance(mask, int) else None
-            self.cached_rows += 1
-            r.misses = 0
-        elif forced := self._forced_from(row):
-            # llguidance's mask where bytes are forced allows just the first
-            # token of their tokenization (the fuzzer's crosscheck compares the two).
-            self._single[row] = self._holding[row] = token = forced[0]
-            write_token(words, token, held)
-            if node is not None:
-                assert self.walk.cache is not None
-                self.walk.cache.keep_token(node, token)
-            self.forced_rows += 1
-        elif r.state is _ACTIVE:
-            pending.append(Pending(r.matcher, row, node))
-        if r.state is not _ACTIVE:  # catching up met a violation
-            r.masked = False
-            self._forbidden[row] = self._single[row] = self._holding[row] = None
-        return r.state
-
-    def _settle(self, pending: list[Pending]) -> None:
-        """After llguidance filled the ``pending`` rows: keep their masks,
-        then narrow the rows near the end of their budget."""
-        if pending:
-            self._keep_computed(pending)
-        if self._budget is not None:
-            self._steer()
-
-    def _keep_computed(self, pending: list[Pending]) -> None:
-        """Keep the masks llguidance filled in the cache, and note the rows
-        that allow one token (CPU apply)."""
-        buffers = self._require_buffers()
-        cpu, cache = buffers.cpu, self.walk.cache
-        for _, row, node in pending:
-            if node is None:
-                self._single[row] = self._holding[row] = single_token(buffers.host_words[row]) if cpu else None
-                continue
-            assert cache is not None
-            self._single[row] = cache.store(node, buffers.host_words[row])
-            self._holding[row] = node.mask  # the row the cache kept is a copy of the host's
-            r = self.rows[row]
-            if self._single[row] is None and r.keyed_on_text():  # a forced token costs nothing to keep
-                r.misses += 1
-                if r.misses >= MISSES_IN_A_ROW:
-                    r.node = r.value_start = None
-
     def allowed_words(self, row: int) -> np.ndarray:
         """Row ``row`` of the host bitmask as the last :meth:`fill_masks` left
         it (``uint32`` words; token ``t`` is bit ``t % 32`` of word ``t // 32``):
         for a sampler that reads the mask without logits (``constrained.qa.fuzz``).
         A read-only view, refilled by the next :meth:`fill_masks` (which
         writes only what changed: the constraint knows what each row holds)."""
-        words: np.ndarray = self._require_buffers().host_words[row]
-        words.flags.writeable = False  # this view only; the buffer stays the constraint's
-        return words
+        return self.masks.read_only_row(row)
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         """Apply the filled bitmask to ``logits`` in place: upload (a
@@ -653,78 +409,27 @@ class ToolCallConstraint:
         exact value and forbidden ones become ``-inf``. Fixed shapes, no
         allocation, capturable in a CUDA graph. On CPU, rows whose mask is
         known in short take a shorter path (:func:`.logits_mask.apply_mask`)."""
-        buffers = self._require_buffers()
-        buffers.check(logits)
-        return apply_mask(buffers, logits, self._forbidden, self._single, self.vocab_size)
+        return self.masks.apply(logits)
 
     def prepare(self, logits: torch.Tensor) -> None:
         """Allocate the buffers for logits shaped like ``logits`` (done by the
         first :meth:`mask_logits` call; call it yourself before capturing
         :meth:`apply` in a CUDA graph)."""
-        if self._buffers is None:
-            self._buffers = MaskBuffers.allocate(self.compiled.tokenizer, self.batch_size, self.words, logits)
-            self._holding = [NOTHING] * self.batch_size  # a new bitmask is zeros
-        else:
-            self._buffers.check(logits)
+        self.masks.prepare(logits)
 
     def prepare_host(self) -> None:
         """Allocate the host bitmask alone, without torch, for a caller that
         reads each row's mask (:meth:`allowed_words`) and applies it itself
         (``constrained.llama_cpp``'s numpy scores, SGLang's bitmask)."""
-        if self._buffers is None:
-            self._buffers = MaskBuffers.host_only(self.compiled.tokenizer, self.batch_size, self.words)
-            self._holding = [NOTHING] * self.batch_size  # a new bitmask is zeros
+        self.masks.prepare_host()
 
-    def _require_buffers(self) -> MaskBuffers:
-        if self._buffers is None:
-            raise ConstraintError("no buffers yet: call prepare(logits) or mask_logits(logits) first")
-        return self._buffers
+    def buffers(self) -> MaskBuffers:
+        """The mask's buffers (:meth:`prepare` or :meth:`prepare_host` first)."""
+        return self.masks.require()
 
     def __repr__(self) -> str:
         states = ", ".join(r.state.value for r in self.rows)
         return f"ToolCallConstraint({self.compiled.dialect!r}, batch_size={self.batch_size}, rows=[{states}])"
-
-
-def _followers(compiled: CompiledTools, count: int,
-               cache: MaskCache | None) -> list[FrameTracker | ArgumentsTracker | None]:
-    """What follows each row's markup: frame trackers (raw-value dialects),
-    else arguments trackers (arguments as one JSON value, with a cache),
-    else nothing."""
-    trackers = frame_trackers(compiled, count, cache.walks, cache.trackers) if cache is not None \
-        else frame_trackers(compiled, count)
-    if trackers is not None:
-        return list(trackers)
-    arguments = arguments_trackers(compiled, count, cache.walks) if cache is not None else None
-    return list(arguments) if arguments is not None else [None] * count
-
-
-def _cache_state(compiled: CompiledTools, cache: MaskCache | None) -> str:
-    """:attr:`ToolCallConstraint.cache_state`."""
-    if cache is None:
-        return "off"
-    shape = walk_shape(compiled)
-    if isinstance(shape, NotWalkable):
-        return f"on, values keyed by their tokens: the JSON walk cannot follow the value syntax ({shape.reason})"
-    return "on"
-
-
-def _take_back(r: Row, count: int) -> None:
-    """Restore the row's follower and places in the cache to where they
-    stood before its last ``count`` tokens held, and forget those."""
-    history: list[HistoryEntry] = r.history
-    r.restore(history[-count])
-    del history[-count:]
-
-
-def _call_budget(compiled: CompiledTools, batch_size: int, budget: int | Sequence[int] | None) -> CallBudget | None:
-    """The rows' budgets (one for all, or one per row), checked against the
-    shortest complete output before anything is generated."""
-    if budget is None:
-        return None
-    budgets = [budget] * batch_size if isinstance(budget, int) else [int(b) for b in budget]
-    if len(budgets) != batch_size:
-        raise ArgumentError(f"budget needs one value per row ({batch_size}), got {len(budgets)}", argument="budget")
-    return CallBudget(compiled, budgets)
 
 
 def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: int | None = None) -> None:
@@ -734,31 +439,3 @@ def fill_masks_together(constraints: Sequence[ToolCallConstraint], num_threads: 
     one call, through a scratch bitmask kept per thread; without, one after
     another (faster on few cores, see :class:`ToolCallConstraint`)."""
     ToolCallConstraint.fill_together(constraints, num_threads)
-
-
-_scratches = threading.local()
-
-
-def _scratch(rows: int, words: int) -> np.ndarray:
-    """This thread's scratch bitmask of at least ``rows`` x ``words``
-    (grown, never shrunk), so a step allocates nothing once it is big enough."""
-    scratch = getattr(_scratches, "bits", None)
-    if scratch is None or scratch.shape[0] < rows or scratch.shape[1] != words:
-        scratch = np.zeros((max(rows, 16), words), dtype=np.uint32)
-        _scratches.bits = scratch
-    return scratch[:rows]
-
-
-_executors: LruCache[int, Any] = LruCache("llguidance thread pools", 4)
-
-
-def _executor(num_threads: int) -> Any:
-    """One ``llguidance.LLExecutor`` (a thread pool) per thread count,
-    shared by every constraint of the process."""
-
-    def make() -> Any:
-        import llguidance
-
-        return llguidance.LLExecutor(num_threads)
-
-    return _executors.get_or_make(num_threads, make)

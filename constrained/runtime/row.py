@@ -8,8 +8,12 @@ so it keeps them in ``__slots__``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from ..errors import ConstraintError
 
 if TYPE_CHECKING:
     from .arguments_tracker import ArgumentsSnapshot, ArgumentsTracker
@@ -28,6 +32,28 @@ class RowState(Enum):
     """A forbidden token was fed; the sequence continues unconstrained."""
     STOPPED = "stopped"
     """A forbidden token was fed; only end-of-generation tokens are allowed."""
+
+
+OnViolation = Literal["unconstrained", "stop"]
+ON_VIOLATION = ("unconstrained", "stop")
+
+
+@dataclass(frozen=True)
+class ConstraintEvent:
+    """A token the grammar did not allow was fed to sequence ``row``, after
+    ``position`` tokens of its output; the row went to ``state``."""
+
+    row: int
+    position: int
+    token_id: int
+    token: str
+    state: RowState
+
+    def __str__(self) -> str:
+        return (
+            f"sequence {self.row}: token {self.token_id} ({self.token!r}) at output position "
+            f"{self.position} is not allowed by the grammar; the sequence is now {self.state.value}"
+        )
 
 
 class HistoryEntry(NamedTuple):
@@ -95,7 +121,7 @@ class Row:
         self.history: list[HistoryEntry] = []
         self.mask_at = -1
         """How many tokens it held when llguidance last computed its mask
-        (-1: never, with this matcher); see ``_roll_back_matcher``."""
+        (-1: never, with this matcher); see :meth:`roll_back_matcher`."""
         self.forced: list[int] = []
         """The tokens llguidance said the grammar forces from here
         (``compute_ff_tokens``), dropped from the front as they are fed."""
@@ -114,3 +140,35 @@ class Row:
         its new places, which other requests meet."""
         walk = self.follower.walk if self.follower is not None else None
         return walk is None or walk.keeps_text
+
+    def take_back(self, count: int) -> None:
+        """Stand where the row stood before its last ``count`` tokens held,
+        and forget those."""
+        self.restore(self.history[-count])
+        del self.history[-count:]
+
+    def roll_back_matcher(self, row: int, count: int, fresh_matcher: Callable[[], Any]) -> None:
+        """Take ``count`` tokens back from the matcher of the row (sequence
+        ``row`` of its batch, for errors).
+
+        llguidance keeps the last mask it computed, keyed by its lexer state
+        and parser row index, and its rollback keeps it: tokens fed after a
+        rollback can meet that key again in a different parser row and get
+        that mask (after a string value that ends one tool's arguments, where
+        ``"}`` may follow, the first string value of another tool, which
+        still needs a key, allowed ``"}`` too). So when llguidance computed a
+        mask past the point rolled back to, the row gets a new matcher
+        (``fresh_matcher()``), fed the tokens it keeps (under 1 us a token)
+        when llguidance is next asked; otherwise its own rollback is exact.
+        Tokens the matcher was not fed are only forgotten."""
+        kept = self.consumed - count
+        unfed = min(count, self.unfed)
+        self.unfed -= unfed
+        count -= unfed
+        if not count:
+            return
+        if self.mask_at <= kept:
+            if not self.matcher.rollback(count):
+                raise ConstraintError(f"sequence {row}: llguidance could not roll back {count} tokens")
+            return
+        self.matcher, self.mask_at, self.unfed = fresh_matcher(), -1, kept
