@@ -35,8 +35,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -48,7 +49,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import bfcl_entries  # noqa: E402
 from mask_time import (  # noqa: E402
-    FIRST, REPEATED, TOKENIZER, Case, Workload, _xgr_compilers, fresh_cache, prepared, xgrammar_grammar,
+    FIRST,
+    REPEATED,
+    TOKENIZER,
+    Case,
+    Workload,
+    _xgr_compilers,
+    fresh_cache,
+    prepared,
+    xgrammar_grammar,
 )
 from report import environment, summary, write_section  # noqa: E402
 

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from constrained import BudgetError, compile_tools, load_model
-from constrained.tools import load_tools
 from constrained.runtime.generate import generate
+from constrained.tools import load_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))

@@ -29,14 +29,14 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 import jsonschema
 
-from constrained.qa.conformance import Call, Outcome, Verdict, judge_calls, judge_schema, schema_tool
 from constrained.dialects import DIALECTS
+from constrained.qa.conformance import Call, Outcome, Verdict, judge_calls, judge_schema, schema_tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import (  # noqa: E402  (the corpus readers the tests use)

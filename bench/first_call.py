@@ -41,7 +41,6 @@ WRITE_FILE = {
 def one_process(dialect: str, tokenizer: str) -> dict:
     """Run in the child: the three runs' step times and the processor's making."""
     import torch
-
     from processor_step import time_processor
 
     from constrained import compile_tools, load_tokenizer, render_tool_calls

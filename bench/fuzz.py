@@ -127,7 +127,7 @@ def discriminated_tools() -> list[dict[str, Any]]:
     """Tools as FastMCP writes Pydantic discriminated unions (``oneOf`` of
     ``$ref``s with a ``discriminator``, each branch's tag a ``const`` with a
     default, not required): one union as an argument, and a list of them."""
-    from typing import Annotated, Literal, Union
+    from typing import Annotated, Literal
 
     from pydantic import BaseModel, Field
 
@@ -147,7 +147,7 @@ def discriminated_tools() -> list[dict[str, Any]]:
         table: str
         key: str
 
-    Operation = Annotated[Union[GetItem, PutItem, DeleteItem], Field(discriminator="operation")]
+    Operation = Annotated[GetItem | PutItem | DeleteItem, Field(discriminator="operation")]
 
     class RunOperation(BaseModel):
         request: Operation
@@ -167,7 +167,7 @@ def root_union_tools() -> list[dict[str, Any]]:
     an integer, a string, a boolean, a number, a short string or a list by
     the tag, two sets writing ``value`` before the tag; and a plain
     ``oneOf`` with ``const`` tags and no ``discriminator`` keyword."""
-    from typing import Annotated, Literal, Union
+    from typing import Annotated, Literal
 
     from pydantic import BaseModel, Field, TypeAdapter
 
@@ -199,7 +199,7 @@ def root_union_tools() -> list[dict[str, Any]]:
         kind: Literal["tags"]
         value: list[str]
 
-    Limit = Annotated[Union[Count, Text, Flag, Ratio, Note, Label, Tags], Field(discriminator="kind")]
+    Limit = Annotated[Count | Text | Flag | Ratio | Note | Label | Tags, Field(discriminator="kind")]
     plain = {
         "type": "object",
         "oneOf": [

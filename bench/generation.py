@@ -42,9 +42,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jsonschema
 import torch
@@ -52,14 +53,15 @@ import transformers
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from constrained import ToolCallLogitsProcessor, compile_tools, load_model, parse_tool_calls
-from constrained.tools import load_tools_file
 from constrained.dialects.base import openai_function
-from constrained.runtime.generate import build_prompt, generate
 from constrained.frames.toolset import normalize_tools
+from constrained.runtime.generate import build_prompt, generate
+from constrained.tools import load_tools_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from report import write_section  # noqa: E402
+
 CASES = json.loads((ROOT / "tests" / "data" / "generation_cases.json").read_text())
 CORPUS = ROOT / "tests" / "corpus" / "mcp"
 

@@ -26,9 +26,9 @@ import importlib.util
 import platform
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import torch
 

@@ -58,17 +58,17 @@ advance per token: what a serving engine's CPU pays per token.
 from __future__ import annotations
 
 import argparse
-import statistics
 import inspect
 import logging
+import statistics
 import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Iterator
 
 import llguidance
 import numpy as np
@@ -76,9 +76,9 @@ import torch
 
 from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import clear_compile_cache
-from constrained.runtime.constraint import warm_mask_cache
 from constrained.dialects.base import openai_function
 from constrained.frames.toolset import normalize_tools
+from constrained.runtime.constraint import warm_mask_cache
 from constrained.tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

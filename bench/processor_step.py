@@ -28,8 +28,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -38,7 +39,16 @@ from constrained.hf import ToolCallLogitsProcessor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mask_time import (  # noqa: E402
-    FIRST, REPEATED, TOKENIZER, Workload, fresh_cache, prepared_cases, report_tail, run_all, workloads, xgrammar_grammar,
+    FIRST,
+    REPEATED,
+    TOKENIZER,
+    Workload,
+    fresh_cache,
+    prepared_cases,
+    report_tail,
+    run_all,
+    workloads,
+    xgrammar_grammar,
 )
 from report import BENCH, environment, summary, write_section  # noqa: E402
 

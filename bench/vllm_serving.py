@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-
 from report import environment, write_section
 
 from constrained.vllm.launch import VllmServer, plugin_flags

@@ -18,28 +18,32 @@ Exit status, the same for every command:
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import sys
-from importlib.metadata import version
-from dataclasses import fields, replace
-from typing import Any, TypeVar
 from collections.abc import Sequence
+from dataclasses import replace
+from importlib.metadata import version
+from typing import Any
 
 from .compiler import CompiledTools, compile_tools
 from .dialects import DIALECTS
-from .errors import MODEL_EXTRA, ArgumentError, CompileError, ConstrainedError, GenerationError, ToolDefinitionError
-from .errors import install_line
-from .options import KEY_ORDERS, CompileOptions, command_line, flag_of
-from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
-from .runtime.generate import ENGINES
+from .errors import (
+    MODEL_EXTRA,
+    ArgumentError,
+    CompileError,
+    ConstrainedError,
+    GenerationError,
+    ToolDefinitionError,
+    install_line,
+)
+from .frames.toolset import normalize_tool_set
+from .options import KEY_ORDERS, CompileOptions, add_flags, command_line, options_from
 from .output.parse import parse_tool_calls
 from .output.render import render_tool_calls
-from .frames.toolset import normalize_tool_set
+from .qa.fuzz import FuzzSummary, WalkOptions, fuzz
+from .runtime.generate import ENGINES
 from .tools import read_tools_file
-
-_Options = TypeVar("_Options", CompileOptions, WalkOptions)
 
 EXIT_OK = 0
 """The input was read and accepted."""
@@ -110,7 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="the command to run (constrained COMMAND -h for its help)"
     )
+    _add_schema_commands(commands)
+    _add_text_commands(commands)
+    _add_generate_command(commands)
+    _add_other_commands(commands)
+    for command in commands.choices.values():
+        command.set_defaults(parser=command)
+    return parser
 
+
+def _add_schema_commands(commands: Any) -> None:
+    """``normalize``, ``compile`` and ``check``: what the tools compile to."""
     normalize = commands.add_parser(
         "normalize",
         help="print each tool's normalized frames and the relaxations applied; exit 1 if a tool is left out",
@@ -119,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "status is 1.",
     )
     _add_tools(normalize)
-    _add_flags(normalize, CompileOptions, "strict")
+    add_flags(normalize, CompileOptions, "strict")
     normalize.set_defaults(run=_normalize)
 
     compile_ = commands.add_parser(
@@ -149,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(run=_check)
 
+
+def _add_text_commands(commands: Any) -> None:
+    """``parse`` and ``render``: model text to calls and back."""
     parse = commands.add_parser(
         "parse",
         help='read model output into JSON {"content", "reasoning", "tool_calls", "errors"}; exit 1 on errors',
@@ -158,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_tools(parse)
     _add_dialect(parse)
-    _add_flags(parse, CompileOptions, "reasoning")
+    add_flags(parse, CompileOptions, "reasoning")
     parse.add_argument(
         "trailing", metavar="TEXT", nargs="?", default="-", help="model output, or - for stdin (default: %(default)s)"
     )
@@ -184,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help='JSON list of calls ({"name", "arguments"} or OpenAI tool_calls), or - for stdin (default: %(default)s)')
     render.set_defaults(run=_render)
 
+
+def _add_generate_command(commands: Any) -> None:
+    """``generate``: a real model under the constraint."""
     generate = commands.add_parser(
         "generate",
         help="generate tool calls with a real model under the constraint; print them as JSON",
@@ -201,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="'default' (the embedded Gemma 3 270M) or a local transformers model folder (default: %(default)s)",
     )
     _add_dialect(generate, "gemma4 for the default model; required for another model")
-    _add_flags(generate, CompileOptions)
+    add_flags(generate, CompileOptions)
     generate.add_argument("--max-new-tokens", type=int, default=256, help="the token budget, within which a call closes (default: %(default)s)")
     generate.add_argument("--no-close-within-budget", action="store_true", help="let a call be cut off at the budget instead")
     generate.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
@@ -221,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--quiet", action="store_true", help="no progress output: the conversion's note, the loading bar")
     generate.set_defaults(run=_generate)
 
+
+def _add_other_commands(commands: Any) -> None:
+    """``fuzz`` and ``export-model``."""
     fuzz = commands.add_parser(
         "fuzz",
         help="random walks through the constraint; exit 1 on a wedge, an error or an invalid finished output",
@@ -232,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compile_arguments(fuzz, dialect_help="every dialect")
     fuzz.add_argument("--runs", type=_at_least(1), default=100, help="walks per dialect (default: %(default)s)")
     fuzz.add_argument("--seed", type=int, default=0, help="seed of the first walk; the next ones count up (default: %(default)s)")
-    _add_flags(fuzz, WalkOptions)
+    add_flags(fuzz, WalkOptions)
     fuzz.add_argument("--show", type=int, default=5, help="failing walks to print (default: %(default)s)")
     fuzz.set_defaults(run=_fuzz)
 
@@ -248,10 +271,6 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("directory", metavar="DIR", help="the folder to write (new or empty)")
     export.add_argument("--force", action="store_true", help="write into a non-empty DIR: files of the same names are replaced, others kept")
     export.set_defaults(run=_export_model)
-
-    for command in commands.choices.values():
-        command.set_defaults(parser=command)
-    return parser
 
 
 def _at_least(low: int) -> Any:
@@ -292,44 +311,7 @@ def _add_compile_arguments(parser: argparse.ArgumentParser, dialect_help: str | 
         help="built-in name (qwen3, qwen3.6, gemma4, functiongemma), HF tokenizer folder or tokenizer.json "
         "(default: the dialect's default tokenizer)",
     )
-    _add_flags(parser, CompileOptions)
-
-
-def _add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str) -> None:
-    """One flag per field of ``options_type`` (those in ``names``, else
-    all), as its :class:`~constrained.options.Flag` spells it; the parsed
-    value lands under the field's name (see :func:`_options`). A value
-    flag's default is its command-line spelling (``--reasoning on``), which
-    argparse converts like a value given."""
-    for option_field in fields(options_type):
-        if names and option_field.name not in names:
-            continue
-        flag, default = flag_of(option_field), option_field.default
-        if isinstance(default, bool) and flag.values is None:
-            action = "store_false" if default else "store_true"
-            parser.add_argument(flag.name, dest=option_field.name, action=action, help=flag.help)
-            continue
-        parser.add_argument(
-            flag.name,
-            dest=option_field.name,
-            type=functools.partial(_spelled, flag.values) if flag.values is not None else type(default),
-            default=flag.spell(default) if flag.values is not None else default,
-            choices=flag.choices,
-            metavar="{" + ",".join(flag.values) + "}" if flag.values is not None else flag.metavar,
-            help=f"{flag.help} (default: %(default)s)",
-        )
-
-
-def _spelled(values: dict[str, Any], word: str) -> Any:
-    """The option value the command line spells ``word``."""
-    if word not in values:
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(values)}, got {word!r}")
-    return values[word]
-
-
-def _options(args: argparse.Namespace, options_type: type[_Options]) -> _Options:
-    """The options object of ``options_type`` the flags of :func:`_add_flags` made."""
-    return options_type(**{f.name: getattr(args, f.name) for f in fields(options_type)})
+    add_flags(parser, CompileOptions)
 
 
 def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None = None) -> CompiledTools:
@@ -339,7 +321,7 @@ def _compiled(args: argparse.Namespace, tools: Any = None, dialect: str | None =
         _tools(args) if tools is None else tools,
         dialect,
         args.tokenizer or DIALECTS[dialect].default_tokenizer,
-        options=_options(args, CompileOptions),
+        options=options_from(args, CompileOptions),
     )
 
 
@@ -468,7 +450,7 @@ def _generate(args: argparse.Namespace) -> int:
     loaded = load_model(args.model, dialect=args.dialect, engine=args.engine)
     if loaded.dialect is None:
         raise GenerationError(f"--model {args.model}: say which tool-call syntax it writes with --dialect")
-    options = _options(args, CompileOptions)
+    options = options_from(args, CompileOptions)
     result = generate(
         loaded.model,
         loaded.tokenizer,
@@ -500,7 +482,7 @@ def _fuzz(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)  # one row of logits per walk: more threads only synchronize
     tools = _tools(args)
-    compile_options, options = _options(args, CompileOptions), _options(args, WalkOptions)
+    compile_options, options = options_from(args, CompileOptions), options_from(args, WalkOptions)
     total = FuzzSummary(keep=args.show)
     by_dialect: dict[str, dict[str, int]] = {}
     refused: dict[str, str] = {}

@@ -9,21 +9,17 @@ dialect, the normalized tools, the options and the tokenizer's vocabulary.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 from .caches import LruCache
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
+from .dialects.writable import writable_tool_set
 from .errors import CompileError, OptionError, SchemaWarning
 from .frames.model import canonical_json
-from .grammar.lark import RuleSet
-from .grammar.emitter import ValueEmitter
-from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, Reasoning, ToolChoice
-from .schema.json_values import json_text, text_digest
-from .schema.limits import too_deep
 from .frames.toolset import (
     LeftOutTool,
     NormalizedTool,
@@ -32,9 +28,13 @@ from .frames.toolset import (
     normalize_tool,
     normalize_tool_set,
 )
-from .tools import Tool
+from .grammar.emitter import ValueEmitter
+from .grammar.lark import RuleSet
+from .options import TOOL_CHOICES, BadTools, CompileOptions, KeyOrder, Reasoning, ToolChoice
+from .schema.json_values import json_text, text_digest
+from .schema.limits import too_deep
 from .tokenizers import Tokenizer, load_tokenizer
-from .dialects.writable import writable_tool_set
+from .tools import Tool
 
 FORMAT_VERSION = 2
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts, warm_mask_cache
-from .runtime.budget import require_budget
-from .runtime.frame_tracker import prepare_tables
 from .errors import TRANSFORMERS_EXTRA, GenerationError, MissingExtraError
+from .runtime.budget import require_budget
+from .runtime.constraint import PROMPT_TAIL, OnViolation, ToolCallConstraint, compiled_for_prompts, warm_mask_cache
+from .runtime.frame_tracker import prepare_tables
 
 if TYPE_CHECKING:
     import torch

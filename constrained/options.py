@@ -6,15 +6,18 @@ copying its fields, and the compile cache key and fingerprint are made from
 it. Each value is checked once, when the object is made.
 
 Each field also says how the command line spells it (a :class:`Flag`), so
-the CLI declares its flags from the fields and a fuzz replay writes them
+the CLI declares its flags from the fields (:func:`add_flags`, read back by
+:func:`options_from`) and a fuzz replay writes them
 back the same way.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import shlex
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from .errors import OptionError
 
@@ -161,3 +164,45 @@ class CompileOptions:
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise OptionError(f"unknown {name} {value!r}; expected one of {', '.join(allowed)}", argument=name)
+
+
+OptionsT = TypeVar("OptionsT")
+"""An options dataclass whose fields carry :class:`Flag` metadata (mypy
+has no bound for "a dataclass type", hence the ignore where fields are read)."""
+
+
+def add_flags(parser: argparse.ArgumentParser, options_type: type, *names: str) -> None:
+    """One flag per field of ``options_type`` (those in ``names``, else
+    all), as its :class:`~constrained.options.Flag` spells it; the parsed
+    value lands under the field's name (see :func:`options_from`). A value
+    flag's default is its command-line spelling (``--reasoning on``), which
+    argparse converts like a value given."""
+    for option_field in fields(options_type):
+        if names and option_field.name not in names:
+            continue
+        flag, default = flag_of(option_field), option_field.default
+        if isinstance(default, bool) and flag.values is None:
+            action = "store_false" if default else "store_true"
+            parser.add_argument(flag.name, dest=option_field.name, action=action, help=flag.help)
+            continue
+        parser.add_argument(
+            flag.name,
+            dest=option_field.name,
+            type=functools.partial(_spelled, flag.values) if flag.values is not None else type(default),
+            default=flag.spell(default) if flag.values is not None else default,
+            choices=flag.choices,
+            metavar="{" + ",".join(flag.values) + "}" if flag.values is not None else flag.metavar,
+            help=f"{flag.help} (default: %(default)s)",
+        )
+
+
+def _spelled(values: dict[str, Any], word: str) -> Any:
+    """The option value the command line spells ``word``."""
+    if word not in values:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(values)}, got {word!r}")
+    return values[word]
+
+
+def options_from(args: argparse.Namespace, options_type: type[OptionsT]) -> OptionsT:
+    """The options object of ``options_type`` the flags of :func:`add_flags` made."""
+    return options_type(**{f.name: getattr(args, f.name) for f in fields(options_type)})  # type: ignore[arg-type]

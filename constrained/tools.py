@@ -14,12 +14,11 @@ import difflib
 import inspect
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterator
 
-from .errors import ToolDefinitionError
-from .errors import SchemaWarning
+from .errors import SchemaWarning, ToolDefinitionError
 from .schema.keywords import child_schemas, walk_schemas
 from .schema.limits import check_nesting, too_deep
 from .schema.refs import pointer_token

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from constrained.frames.toolset import NormalizedTool, normalize_tool
 from constrained.frames.accepts import frame_accepts
+from constrained.frames.toolset import NormalizedTool, normalize_tool
 from constrained.tools import Tool, load_tools
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -52,7 +52,7 @@ class BfclEntry:
     calls: list[tuple[str, dict[str, Any]]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def bfcl_entries() -> tuple[BfclEntry, ...]:
     """Every BFCL v3 entry with its ground-truth calls (the first acceptable
     value of each parameter; none when the first is ``""``)."""
@@ -103,7 +103,7 @@ def _group(source: str, raw: dict[str, Any]) -> SchemaGroup:
 JSTS = CORPUS / "jsts" / "draft2020-12"
 
 
-@lru_cache(maxsize=None)
+@cache
 def jsts_groups(optional: bool = False) -> tuple[SchemaGroup, ...]:
     """Every test group of the draft 2020-12 suite; with ``optional``, the
     groups of ``optional/`` (and ``optional/format/``) too."""
@@ -115,7 +115,7 @@ def jsts_groups(optional: bool = False) -> tuple[SchemaGroup, ...]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def maskbench_groups() -> tuple[SchemaGroup, ...]:
     """Every MaskBench case, in file order."""
     return tuple(
@@ -224,7 +224,7 @@ def bfcl_fact(entry: BfclEntry, tools: dict[str, NormalizedTool]) -> tuple[str, 
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def bfcl_facts() -> dict[str, tuple[str, str]]:
     """:func:`bfcl_fact` of every entry whose ground truth is no valid call, by id."""
     facts = {}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from constrained.compiler import CompiledTools
 from constrained.dialects import DIALECTS

@@ -18,10 +18,12 @@ import json
 import multiprocessing
 import resource
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pytest
+from sample_tools import RAW_DIALECTS
 
 from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS
@@ -32,14 +34,12 @@ from constrained.errors import (
     ToolDefinitionError,
     UnsatisfiableSchemaError,
 )
+from constrained.frames.toolset import normalize_tools
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
 from constrained.schema.limits import MAX_DEPTH, MAX_NESTING, MAX_PROPERTIES
-from constrained.frames.toolset import normalize_tools
 from constrained.tokenizers import Tokenizer, load_tokenizer
 from constrained.tools import Tool
-
-from sample_tools import RAW_DIALECTS
 
 ALL_DIALECTS = tuple(DIALECTS)
 HANG_GUARD_S = 60

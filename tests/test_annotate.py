@@ -11,9 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 import referencing
-from jsonschema.validators import validator_for
-
 from corpus import CORPUS
+from jsonschema.validators import validator_for
 
 from constrained.schema.annotate import annotate_ref_types
 

@@ -182,7 +182,8 @@ def _opened(compiled_tools: CompiledTools, opening: int | None) -> object:
 def test_the_command_line_closes_within_the_budget_unless_told_not_to(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from constrained import cli
-    from constrained.runtime import generate as generate_module, models
+    from constrained.runtime import generate as generate_module
+    from constrained.runtime import models
     from constrained.runtime.generate import GenerationResult
 
     seen: list[bool] = []

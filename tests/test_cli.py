@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from corpus import CORPUS
 from sample_tools import WRITE_FILE_WITH_BOUNDED_MODE
 
@@ -146,8 +145,9 @@ def test_parse_prints_typed_calls_and_errors(tmp_path):
 
 
 def test_the_version_is_the_packages():
-    import constrained
     from importlib.metadata import version
+
+    import constrained
 
     assert constrained.__version__ == version("constrained")
     result = run("--version")

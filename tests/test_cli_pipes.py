@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_cli_docs import status as main_status
 
 from constrained.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
 from constrained.output.parse import RejectedCall
@@ -19,7 +20,6 @@ from constrained.runtime import generate as generate_module
 from constrained.runtime import models
 from constrained.runtime.generate import GenerationResult
 from constrained.runtime.models import LoadedModel
-from test_cli_docs import status as main_status
 
 ROOT = Path(__file__).resolve().parent.parent
 TIME_TOOLS = str(ROOT / "examples" / "time.tools.json")

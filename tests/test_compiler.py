@@ -23,10 +23,10 @@ from corpus import mcp_tools
 from sample_tools import WRITE_FILE_WITH_OVERWRITE
 
 from constrained.compiler import CompiledTools, compile_tools
-from constrained.qa.conformance import Outcome, judge_call
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.errors import CompileError, UnknownDialectError
 from constrained.output.parse import parse_tool_calls
+from constrained.qa.conformance import Outcome, judge_call
 from constrained.tokenizers import Tokenizer, load_tokenizer
 from constrained.tools import load_tools
 

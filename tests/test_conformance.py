@@ -19,21 +19,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-
-import constrained.qa.conformance as conformance
-from constrained.compiler import CompiledTools, compile_tools
-from constrained.qa.conformance import (
-    Call,
-    Outcome,
-    judge_call,
-    judge_calls,
-    judge_schema,
-    same_value,
-    schema_tool,
-)
-from constrained.dialects import DIALECTS
-from constrained.output.parse import ParseResult
-
 from corpus import (
     JSTS_KNOWN_MISSES,
     MASKBENCH_KNOWN_MISSES,
@@ -43,6 +28,20 @@ from corpus import (
     jsts_groups,
     maskbench_groups,
     mcp_calls,
+)
+
+import constrained.qa.conformance as conformance
+from constrained.compiler import CompiledTools, compile_tools
+from constrained.dialects import DIALECTS
+from constrained.output.parse import ParseResult
+from constrained.qa.conformance import (
+    Call,
+    Outcome,
+    judge_call,
+    judge_calls,
+    judge_schema,
+    same_value,
+    schema_tool,
 )
 
 DIALECT_NAMES = list(DIALECTS)

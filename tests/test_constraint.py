@@ -13,15 +13,15 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from sample_tools import WEATHER, WRITE_FILE, unwarmed_cache
 from torch.profiler import ProfilerActivity, profile
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
+from constrained.errors import ArgumentError, ConstraintError
 from constrained.runtime.constraint import MISSES_IN_A_ROW, RowState, ToolCallConstraint, fill_masks_together
 from constrained.runtime.logits_mask import apply_bit_planes
-from constrained.errors import ArgumentError, ConstraintError
 from constrained.tokenizers import Tokenizer
-from sample_tools import WEATHER, WRITE_FILE, unwarmed_cache
 
 CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
 ENDS = {"gemma4": "<|tool_response>", "qwen3_coder": "<|im_end|>"}

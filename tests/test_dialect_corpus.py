@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable
+from functools import cache
+from typing import Any
 
 import jsonschema
 import pytest
+from corpus import bfcl_entries, bfcl_facts, bfcl_functions, maskbench_groups, mcp_tools
+from sample_tools import RAW_DIALECTS, reads_cut_off_call
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
@@ -38,7 +41,7 @@ from constrained.dialects.gemma import Gemma4, render_value
 from constrained.dialects.raw_values import raw_text
 from constrained.dialects.representable import unrepresentable
 from constrained.errors import ConstrainedError
-from constrained.output.parse import parse_tool_calls
+from constrained.frames.accepts import frame_accepts
 from constrained.frames.model import (
     ArrayFrame,
     BooleanFrame,
@@ -54,12 +57,9 @@ from constrained.frames.model import (
     UnionFrame,
 )
 from constrained.frames.toolset import NormalizedTool, normalize_tool, normalize_tools
-from constrained.frames.accepts import frame_accepts
+from constrained.output.parse import parse_tool_calls
 from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
-
-from corpus import bfcl_entries, bfcl_facts, bfcl_functions, maskbench_groups, mcp_tools
-from sample_tools import RAW_DIALECTS, reads_cut_off_call
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
@@ -380,7 +380,7 @@ def unterminated(dialect: str, text: str) -> str:
     return text
 
 
-@lru_cache(maxsize=None)
+@cache
 def all_mutation_cases() -> tuple[MutationCase, ...]:
     return tuple(mutation_cases())
 

@@ -11,15 +11,22 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from boxed_dialect import GRAMMAR, Boxed, Shipped
-from constrained import DialectError, compile_tools, load_tokenizer, parse_tool_calls, register_dialect, render_tool_calls
+from sample_tools import WEATHER
+
+from constrained import (
+    DialectError,
+    compile_tools,
+    load_tokenizer,
+    parse_tool_calls,
+    register_dialect,
+    render_tool_calls,
+)
 from constrained.cli import main
 from constrained.dialects import DIALECTS, ENTRY_POINT_GROUP, ChatFormat, ReasoningMarkup, get_dialect, registry
 from constrained.errors import DuplicateDialectError
 from constrained.output.stream import ToolCallStreamParser
 from constrained.runtime.constraint import ToolCallConstraint
-from sample_tools import WEATHER
 
 CALLS = [
     {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}},

@@ -22,12 +22,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sample_tools import added_up
 
 from constrained import ToolCallStreamParser, compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import get_dialect
 from constrained.runtime.constraint import RowState, ToolCallConstraint
-
-from sample_tools import added_up
 
 DIALECTS = ("qwen3_coder", "glm45", "glm47", "hermes", "gemma4")
 RAW = ("qwen3_coder", "glm45", "glm47")

@@ -25,18 +25,17 @@ import re
 
 import numpy as np
 import pytest
-
-import constrained as cd
-from constrained import compile_tools, parse_tool_calls, render_tool_calls
-from constrained.runtime.constraint import RowState
-from constrained.dialects.representable import unrepresentable
-from constrained.frames.toolset import normalize_tool
-from constrained.output.stream import ToolCallStreamParser
-from constrained.tools import load_tools
-
 from sample_tools import WRITE_FILE
 from test_text_masks import Pair, compiled_for, rendered_tokens
 from test_text_masks import glm_special_tokenizer as _glm_special_tokenizer
+
+import constrained as cd
+from constrained import compile_tools, parse_tool_calls, render_tool_calls
+from constrained.dialects.representable import unrepresentable
+from constrained.frames.toolset import normalize_tool
+from constrained.output.stream import ToolCallStreamParser
+from constrained.runtime.constraint import RowState
+from constrained.tools import load_tools
 
 glm_special_tokenizer = functools.cache(_glm_special_tokenizer)
 

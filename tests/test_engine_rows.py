@@ -10,12 +10,12 @@ import functools
 import numpy as np
 import pytest
 import torch
+from sample_tools import WEATHER
 
 from constrained import load_tokenizer, render_tool_calls
 from constrained.errors import ArgumentError, SchemaError, ToolDefinitionError
 from constrained.runtime.constraint import ToolCallConstraint
 from constrained.runtime.engine import EXTRA_ARGS_KEY, EngineRows, ToolsRequest
-from sample_tools import WEATHER
 
 CALC = {
     "type": "function",

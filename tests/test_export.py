@@ -12,14 +12,14 @@ from typing import Any
 import jinja2
 import pytest
 import torch
+from corpus import CORPUS, mcp_calls
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from constrained import load_model, load_tokenizer
-from constrained.frames.toolset import normalize_tools
 from constrained.cli import main
 from constrained.dialects import get_dialect
+from constrained.frames.toolset import normalize_tools
 from constrained.runtime.export import export_model
-from corpus import CORPUS, mcp_calls
 
 TEXTS = [
     "plain text, with spaces  and   runs",

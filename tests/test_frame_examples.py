@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from corpus import bfcl_functions, mcp_calls
 
 from constrained.frames.examples import example_arguments, warm_up_arguments
 from constrained.frames.toolset import normalize_tool_set, normalize_tools
-
-from corpus import bfcl_functions, mcp_calls
 
 
 def tool(parameters: dict) -> dict:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 
 import pytest
+from corpus import bfcl_entries
+from sample_tools import WRITE_FILE
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.runtime.constraint import ToolCallConstraint
 from constrained.runtime.frame_tracker import FrameTracker, TrackerMemo, frame_trackers
 from constrained.tokenizers import Tokenizer
-from corpus import bfcl_entries
-from sample_tools import WRITE_FILE
 
 TOKENIZERS = {"gemma4": "gemma4", "qwen3_coder": "qwen3", "glm47": "qwen3"}
 

@@ -19,24 +19,23 @@ import zlib
 import numpy as np
 import pytest
 import torch
+from corpus import CORPUS, bfcl_functions
+from sample_tools import WEATHER, unwarmed_cache
 
 from constrained import compile_tools, render_tool_calls
+from constrained.dialects import DIALECTS
+from constrained.frames.examples import example_arguments
+from constrained.frames.model import SUPPORTED_FORMATS
+from constrained.output.parse import parse_tool_calls
+from constrained.qa.fuzz import FuzzSummary, Outcome, WalkOptions, fuzz, walk
+from constrained.qa.fuzz_checks import output_problems
+from constrained.qa.fuzz_samplers import UniformSampler, allowed_ids
+from constrained.qa.fuzz_structure import grammar_literals
 from constrained.runtime import constraint as constraint_module
 from constrained.runtime import warm_up as warm_up_module
 from constrained.runtime.cache_walk import call_marks
 from constrained.runtime.constraint import ToolCallConstraint, warm_mask_cache
 from constrained.runtime.mask_cache import LEAF_LABELS, NAMED_LABELS, OPENED_CALL
-from constrained.frames.examples import example_arguments
-from constrained.dialects import DIALECTS
-from constrained.frames.model import SUPPORTED_FORMATS
-from constrained.qa.fuzz import FuzzSummary, Outcome, WalkOptions, fuzz, walk
-from constrained.qa.fuzz_checks import output_problems
-from constrained.qa.fuzz_samplers import UniformSampler, allowed_ids
-from constrained.qa.fuzz_structure import grammar_literals
-from constrained.output.parse import parse_tool_calls
-
-from corpus import CORPUS, bfcl_functions
-from sample_tools import WEATHER, unwarmed_cache
 
 MODES = [("auto", True), ("required", True), ("none", True), ("named", True), ("auto", False), ("required", False)]
 

@@ -9,13 +9,12 @@ import json
 
 import pytest
 import torch
+from stand_in_model import StandInModel
 
 from constrained import BudgetError, compile_tools, load_tokenizer
-from constrained.runtime.generate import generate
 from constrained.compiler import CompiledTools
+from constrained.runtime.generate import generate
 from constrained.tokenizers import Tokenizer
-
-from stand_in_model import StandInModel
 
 NOTE = {
     "name": "note",

@@ -20,18 +20,17 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+from corpus import CORPUS
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from corpus import CORPUS
-
 from constrained import ToolCallLogitsProcessor, compile_tools, load_model
-from constrained.tools import load_tools_file
 from constrained.cli import main
 from constrained.compiler import CompiledTools
-from constrained.runtime.constraint import RowState
 from constrained.errors import GenerationError
+from constrained.runtime.constraint import RowState
 from constrained.runtime.generate import build_prompt, generate
 from constrained.runtime.models import MARKER_ROWS, MARKER_SCALE, LoadedModel, converted_default_model
+from constrained.tools import load_tools_file
 
 pytestmark = pytest.mark.slow  # the real model, loaded and run on CPU
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sample_tools import WEATHER
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
 from constrained.errors import ConstraintError
 from constrained.runtime.constraint import ToolCallConstraint
 from constrained.runtime.llama import ScoresMask, ToolCallLogitsProcessor
-from sample_tools import WEATHER
 
 TOK = load_tokenizer("qwen3")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from constrained.errors import SchemaError, ToolDefinitionError, UnsatisfiableSchemaError
+from constrained.frames.accepts import frame_accepts
 from constrained.frames.model import (
     ArrayFrame,
     BooleanFrame,
@@ -22,7 +23,6 @@ from constrained.frames.model import (
 from constrained.frames.normalize import RELAXED_KEYWORDS, normalize_schema
 from constrained.frames.toolset import normalize_tool
 from constrained.frames.types import effective_type
-from constrained.frames.accepts import frame_accepts
 from constrained.tools import Tool
 
 
@@ -609,7 +609,6 @@ def test_normalized_schema_round_trips_through_json():
 
 
 def test_self_referencing_pydantic_model_normalizes():
-    from typing import Optional
 
     from pydantic import BaseModel
 
@@ -619,8 +618,8 @@ def test_self_referencing_pydantic_model_normalizes():
         """A comment and its replies."""
 
         text: str
-        votes: Optional[int] = None
-        replies: list["Comment"] = []
+        votes: int | None = None
+        replies: list[Comment] = []
 
     (loaded,) = load_tools([Comment])
     normalized = normalize_tool(loaded)

@@ -10,6 +10,7 @@ import json
 import traceback
 
 import pytest
+from sample_tools import WEATHER
 
 import constrained.compiler as compiler_module
 from constrained import ToolCallStreamParser, compile_tools, parse_tool_calls
@@ -19,8 +20,6 @@ from constrained.frames.model import IntegerFrame, StringFrame
 from constrained.frames.toolset import clear_normalize_cache, normalize_tool_set
 from constrained.runtime.engine import ToolsRequest
 from constrained.tools import load_tools
-
-from sample_tools import WEATHER
 
 LOOKUP = {
     "type": "function",

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from corpus import FRAME_DEVIATIONS, bfcl_functions, jsts_groups, maskbench_groups, mcp_tools
 
 from constrained.errors import UnsatisfiableSchemaError
+from constrained.frames.accepts import frame_accepts
 from constrained.frames.normalize import normalize_schema
 from constrained.frames.toolset import normalize_tool
-from constrained.frames.accepts import frame_accepts
 from constrained.tools import load_tools
-
-from corpus import FRAME_DEVIATIONS, bfcl_functions, jsts_groups, maskbench_groups, mcp_tools
 
 
 def test_jsts_verdicts():

@@ -6,14 +6,12 @@ import json
 import re
 
 import pytest
+from sample_tools import RAW_DIALECTS, WRITE_FILE
 
 from constrained import ToolCallStreamParser
 from constrained.dialects import DIALECTS
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
-
-from sample_tools import RAW_DIALECTS, WRITE_FILE
-
 
 PROBES = ["123", "true", "null", "[1, 2]", '{"a": 1}', "\n    indented\n  [1, 2]\n\n", "    return x\n"]
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from corpus import mcp_tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sample_tools import reads_cut_off_call
 
 from constrained.dialects import DIALECTS
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
 from constrained.output.stream import ToolCallStreamParser
-
-from corpus import mcp_tools
-from sample_tools import reads_cut_off_call
 
 TOOLS = [t for t in mcp_tools() if t.name in {"write_file", "edit_file", "git_log", "get_pricing", "create_entities"}]
 CALLS = [

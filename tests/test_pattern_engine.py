@@ -11,13 +11,14 @@ import json
 import logging
 import re
 import warnings
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
+import corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import corpus
 from constrained import ToolCallStreamParser, parse_tool_calls
 from constrained.schema import patterns
 from constrained.schema.json_values import pattern_matches

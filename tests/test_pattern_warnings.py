@@ -15,8 +15,8 @@ import pytest
 from constrained import compile_tools, parse_tool_calls
 from constrained.dialects import get_dialect
 from constrained.grammar.regex import ecma_to_rust
-from constrained.schema.patterns import compile_quietly, literal_class_brackets, python_pattern
 from constrained.schema.json_values import pattern_matches
+from constrained.schema.patterns import compile_quietly, literal_class_brackets, python_pattern
 
 DIALECTS = [("hermes", "qwen3"), ("qwen3_coder", "qwen3"), ("gemma4", "gemma4")]
 

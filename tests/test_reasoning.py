@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import torch
+from corpus import CORPUS
+from stand_in_model import StandInModel
 
 from constrained import (
     CompileOptions,
@@ -30,9 +32,6 @@ from constrained.dialects import get_dialect
 from constrained.errors import ArgumentError, OptionError
 from constrained.runtime.engine import ToolsRequest, template_reasoning
 from constrained.runtime.generate import build_prompt, generate
-
-from corpus import CORPUS
-from stand_in_model import StandInModel
 
 LIST_FILES = {
     "type": "function",

@@ -9,14 +9,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+from corpus import jsts_groups, maskbench_groups
 
 from constrained import ToolCallStreamParser, parse_tool_calls
 from constrained.errors import SchemaError
 from constrained.frames.accepts import explain, frame_accepts
 from constrained.frames.normalize import normalize_schema
 from constrained.schema.validation import explain_error, json_pointer, validator_for
-
-from corpus import jsts_groups, maskbench_groups
 
 SKU = r"^[A-Z]{3}-\d{4}$"
 ORDER = {"name": "create_order", "parameters": {"type": "object", "properties": {

@@ -8,12 +8,12 @@ import json
 from typing import Any
 
 import pytest
+from corpus import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from constrained.errors import SchemaError, UnsatisfiableSchemaError
 from constrained.output.repair import RepairResult, repair_arguments
-from corpus import CORPUS
 
 FILTER = {
     "type": "object",

@@ -23,9 +23,9 @@ import pytest
 from referencing.jsonschema import DRAFT4, DRAFT7, DRAFT202012
 
 from constrained import compile_tools
-from constrained.schema.annotate import annotate_ref_types
-from constrained.qa.conformance import Outcome, judge_schema, schema_tool
 from constrained.errors import ConstrainedError, SchemaError
+from constrained.qa.conformance import Outcome, judge_schema, schema_tool
+from constrained.schema.annotate import annotate_ref_types
 from constrained.schema.keywords import walk_schemas
 from constrained.schema.refs import enter, pointer_token, resolver_for, schema_id
 from constrained.tools import load_tools

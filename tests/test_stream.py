@@ -6,14 +6,13 @@ import json
 import random
 
 import pytest
+from sample_tools import WRITE_FILE_WITH_MODE
 
 from constrained.dialects import DIALECTS
 from constrained.errors import StreamClosedError
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
 from constrained.output.stream import ToolCallStreamParser
-
-from sample_tools import WRITE_FILE_WITH_MODE
 
 PROBES = ["123", "true", "null", "[1, 2]", '{"a": 1}', "\n    indented\n  [1, 2]\n\n", "    return x\n"]
 STREAMING_STRINGS = sorted(DIALECTS)

@@ -16,11 +16,10 @@ import random
 from typing import Any
 
 import pytest
+from sample_tools import WRITE_FILE_WITH_MODE, added_up
 
 from constrained import ToolCallStreamParser, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS
-
-from sample_tools import WRITE_FILE_WITH_MODE, added_up
 
 EDIT = {
     "name": "edit",

@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sample_tools import WEATHER, WRITE_FILE
 
 from constrained import ToolCallStreamParser, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS
 from constrained.options import Reasoning
-
-from sample_tools import WEATHER, WRITE_FILE
 
 
 def tool(name: str, required: list[str], **properties: dict) -> dict:

@@ -17,19 +17,18 @@ import textwrap
 import numpy as np
 import pytest
 import torch
+from corpus import bfcl_entries
+from sample_tools import RAW_DIALECTS
 
 from constrained import compile_tools, load_tokenizer, render_tool_calls
-from constrained.runtime.constraint import RowState, ToolCallConstraint
 from constrained.dialects import get_dialect
 from constrained.dialects.base import Markers
 from constrained.dialects.raw_values import ValueKind, top_level_value_kind
 from constrained.errors import CompileError
 from constrained.frames.toolset import normalize_tool
+from constrained.runtime.constraint import RowState, ToolCallConstraint
 from constrained.runtime.text_masks import _utf8_prefix, kmp_transitions, text_frame_masks
 from constrained.tools import load_tools
-
-from corpus import bfcl_entries
-from sample_tools import RAW_DIALECTS
 
 TRACKED = (*RAW_DIALECTS, "gemma4", "functiongemma")
 """The dialects whose top-level strings the frame tracker follows: raw

@@ -14,22 +14,23 @@ from typing import Any, TypeVar
 
 import pytest
 import torch
+from sample_tools import WEATHER
 
 from constrained import (
     ToolCallConstraint,
     ToolCallStreamParser,
+    caches,
     clear_caches,
     compile_tools,
+    compiler,
     load_tokenizer,
     parse_tool_calls,
     render_tool_calls,
 )
-from constrained import caches, compiler
 from constrained.frames import toolset
 from constrained.runtime import text_masks
 from constrained.schema.formats import format_regex
 from constrained.tokenizers import cache as tokenizer_cache
-from sample_tools import WEATHER
 
 THREADS = 8
 EVENT = {

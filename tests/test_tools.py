@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
-
 from corpus import CORPUS
+from pydantic import BaseModel, Field
 
 from constrained.errors import ToolDefinitionError
 from constrained.tools import Tool, load_tools, load_tools_file
-
 
 JSON_SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 BFCL_ONLY_TYPES = {
@@ -132,7 +131,7 @@ class Address(BaseModel):
     """
 
     street: str
-    zip_code: Optional[str] = None
+    zip_code: str | None = None
 
 
 class Person(BaseModel):

@@ -17,8 +17,8 @@ from sglang.srt.constrained.base_grammar_backend import BaseGrammarObject, Inval
 from sglang.srt.constrained.llguidance_backend import GuidanceBackend, GuidanceGrammar
 from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, ToolChoice
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
-from sglang_tools import NOTE, WEATHER, sglang_tools
 from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+from sglang_tools import NOTE, WEATHER, sglang_tools
 
 import constrained.sglang
 from constrained import compile_tools, load_tokenizer, render_tool_calls

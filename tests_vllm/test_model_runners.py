@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from batches import ADD, NAME, WEATHER, WRITE, call_tokens, config, params, reference, request_states, tok
 from vllm.sampling_params import SamplingParams
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, build_custom_logits_processors
 from vllm.v1.worker.gpu.sample.logits_processor.loader import _load_v2_logitsprocs_by_fqcns as load_v2
@@ -22,8 +23,6 @@ from constrained.errors import OptionError
 from constrained.options import Reasoning
 from constrained.runtime.engine import EXTRA_ARGS_KEY
 from constrained.vllm import ToolCallLogitsProcessor
-
-from batches import ADD, NAME, WEATHER, WRITE, call_tokens, config, params, reference, request_states, tok
 
 
 class Request:

@@ -13,9 +13,9 @@ import pytest
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.parser.parser_manager import ParserManager
 
+import constrained.vllm  # noqa: F401  (registers the tool parsers)
 from constrained import load_tokenizer, render_tool_calls
 from constrained.runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
-import constrained.vllm  # noqa: F401  (registers the tool parsers)
 
 WRITE = {
     "type": "function",

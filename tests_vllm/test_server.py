@@ -13,7 +13,6 @@ from typing import Any
 import jsonschema
 import openai
 import pytest
-
 from conftest import mcp_openai_tools
 
 from constrained.vllm.launch import VllmServer as Server
@@ -149,9 +148,9 @@ def test_vllms_own_gemma4_parser_reads_the_same_output_with_wrong_types(server: 
     """The raw output (from the tokens' logprobs) read by vLLM's own
     ``gemma4`` parser: the ``$ref`` values arrive as strings, or hold
     strings, where the plug-in reads the schema's types."""
+    from transformers import AutoTokenizer
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
     from vllm.tool_parsers import ToolParserManager
-    from transformers import AutoTokenizer
 
     result = ask(server, [{"role": "user", "content": "Record the probe."}], [PROBE], "probe", stream=False, logprobs=True)
     assert result["raw"] is not None and result["raw"].startswith("<|tool_call>call:probe{")

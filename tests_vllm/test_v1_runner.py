@@ -6,6 +6,7 @@ tensors are on the CPU."""
 from __future__ import annotations
 
 import torch
+from batches import ADD, NAME, WEATHER, call_tokens, config, params, reference, tok
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
 from vllm.v1.sample.logits_processor import _load_logitsprocs_by_fqcns as load_v1
 
@@ -13,8 +14,6 @@ from constrained import parse_tool_calls
 from constrained.runtime.budget import closing_search
 from constrained.runtime.engine import ToolsRequest
 from constrained.vllm import ToolCallLogitsProcessor
-
-from batches import ADD, NAME, WEATHER, call_tokens, config, params, reference, tok
 
 
 def test_the_v1_loader_accepts_the_class():

@@ -23,8 +23,10 @@ from vllm.exceptions import VLLMValidationError
 from vllm.sampling_params import SamplingParams
 from vllm.v1.worker.gpu.buffer_utils import StagedWriteTensor, UvaBackedTensor
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
-from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcRequestState
-from vllm.v1.worker.gpu.sample.logits_processor import build_custom_logits_processors_params_validator
+from vllm.v1.worker.gpu.sample.logits_processor import (
+    LogitsProcRequestState,
+    build_custom_logits_processors_params_validator,
+)
 
 from constrained.runtime.engine import EXTRA_ARGS_KEY
 from constrained.vllm import ToolCallLogitsProcessor

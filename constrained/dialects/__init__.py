@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from ..grammar.syntax import JSON_SYNTAX
 from .base import Dialect, Markers
-from .segments import Malformed, Parsed, Value
 from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
 from .registry import DIALECTS, ENTRY_POINT_GROUP, get_dialect, register_dialect
+from .segments import Malformed, Parsed, Value
 
 __all__ = [
     "DIALECTS",

@@ -13,18 +13,18 @@ from __future__ import annotations
 import copy
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any, ClassVar
-from collections.abc import Iterator, Mapping, Sequence
 
 from ..errors import ArgumentError, OptionError
-from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
-from ..grammar.lark import literal
-from ..grammar.emitter import ValueEmitter
-from ..grammar.syntax import ValueSyntax
-from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames, union_branch
+from ..frames.model import ArrayFrame, Frame, FreeFrame, NormalizedSchema, ObjectFrame, UnionFrame
+from ..frames.toolset import NormalizedTool
+from ..grammar.emitter import ValueEmitter
+from ..grammar.lark import literal
+from ..grammar.syntax import ValueSyntax
 from ..tokenizers import Tokenizer
 from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
 from .segments import CallSegment, Partial, ReasoningBlock, Segment, Value, scan

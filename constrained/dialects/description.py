@@ -10,8 +10,8 @@ parser, renderer and runtime read these groups, never a dialect's class.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..errors import DialectError
 

@@ -13,18 +13,18 @@ import copy
 import functools
 import json
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, ClassVar
-from collections.abc import Iterator, Mapping, Sequence
 
-from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, StringFrame, UnionFrame, resolve_frame
-from ..grammar.lark import literal, literals
-from ..grammar.emitter import ValueEmitter
-from ..grammar.syntax import NotWalkable, ValueSyntax, WalkShape
-from ..frames.toolset import NormalizedTool
 from ..frames.accepts import member_frames
+from ..frames.model import ArrayFrame, EnumFrame, Frame, ObjectFrame, StringFrame, UnionFrame, resolve_frame
+from ..frames.toolset import NormalizedTool
+from ..grammar.emitter import ValueEmitter
+from ..grammar.lark import literal, literals
+from ..grammar.syntax import NotWalkable, ValueSyntax, WalkShape
 from ..tokenizers import Tokenizer
 from .base import Dialect, Markers, openai_function
 from .description import CallMarkup, ChatFormat, ReasoningMarkup

@@ -18,13 +18,13 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..grammar.lark import literal, regex
-from ..grammar.regex import escape
-from ..grammar.emitter import ValueEmitter
-from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
+from ..frames.accepts import member_frames
 from ..frames.toolset import NormalizedTool
 from ..frames.types import json_types
-from ..frames.accepts import member_frames
+from ..grammar.emitter import ValueEmitter
+from ..grammar.lark import literal, regex
+from ..grammar.regex import escape
+from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from .base import Markers
 from .description import CallMarkup, ChatFormat, ReasoningMarkup
 from .raw_values import (

@@ -14,14 +14,13 @@ import json
 import re
 from typing import Any
 
-from ..grammar.lark import literal
-from ..grammar.emitter import ValueEmitter
-from ..grammar.syntax import JSON_SYNTAX
 from ..frames.toolset import NormalizedTool
+from ..grammar.emitter import ValueEmitter
+from ..grammar.lark import literal
+from ..grammar.syntax import JSON_SYNTAX
 from .base import Dialect, Markers
 from .description import CallMarkup, Drift, ReasoningMarkup
 from .segments import Decoded, Malformed, Nested, OpenValue, Parsed, Partial, Value
-
 
 _STRING = r'"(?:[^"\\]|\\.)*"'
 """A JSON string, escapes included."""

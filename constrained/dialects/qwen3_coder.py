@@ -19,15 +19,15 @@ also reads as a call).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
-from collections.abc import Iterator
 
+from ..frames.toolset import NormalizedTool
+from ..grammar.emitter import ValueEmitter
 from ..grammar.lark import literal, literals, regex
 from ..grammar.regex import escape
-from ..grammar.emitter import ValueEmitter
 from ..grammar.syntax import JSON_SYNTAX
-from ..frames.toolset import NormalizedTool
 from .base import Markers
 from .description import CallMarkup, Drift, ReasoningMarkup
 from .raw_values import (

@@ -8,11 +8,12 @@ import functools
 import json
 import re
 from abc import abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
-from collections.abc import Callable, Mapping
 
+from ..frames.accepts import member_frames
 from ..frames.model import (
     BooleanFrame,
     EnumFrame,
@@ -25,11 +26,10 @@ from ..frames.model import (
     StringFrame,
     UnionFrame,
 )
-from ..grammar.lark import literal, regex
-from ..grammar.emitter import ValueEmitter
 from ..frames.toolset import NormalizedTool
 from ..frames.types import json_types
-from ..frames.accepts import member_frames
+from ..grammar.emitter import ValueEmitter
+from ..grammar.lark import literal, regex
 from .base import Dialect, Markers
 from .segments import Partial, Value
 

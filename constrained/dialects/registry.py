@@ -16,9 +16,9 @@ import importlib
 import inspect
 import pkgutil
 import threading
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
-from collections.abc import Iterator, Mapping
 
 from ..errors import DialectError, DuplicateDialectError, UnknownDialectError
 from .base import Dialect

@@ -19,8 +19,8 @@ from typing import Any
 
 from ..frames.toolset import NormalizedTool
 from ..tokenizers import Tokenizer
-from .registry import get_dialect
 from .base import Markers
+from .registry import get_dialect
 from .writable import parts
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Generator, Iterator
 
 from ..caches import cached
 

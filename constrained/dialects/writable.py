@@ -13,11 +13,10 @@ of a call's arguments (:mod:`.representable`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, assert_never
-from collections.abc import Iterator
 
-from .base import Dialect
 from ..errors import CompileError
 from ..frames.accepts import union_branch
 from ..frames.model import (
@@ -35,10 +34,11 @@ from ..frames.model import (
     StringFrame,
     UnionFrame,
 )
+from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet
 from ..schema.json_values import pattern_matches
 from ..schema.refs import pointer_token
-from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet
 from ..tokenizers import Tokenizer
+from .base import Dialect
 
 _SHOWN = 60
 """Characters of a long text a message shows."""

@@ -10,9 +10,12 @@ first that fails (the value's JSON Pointer, the keyword and its bound)."""
 
 from __future__ import annotations
 
-from typing import Any, assert_never
 from collections.abc import Iterable, Mapping
+from typing import Any, assert_never
 
+from ..schema.formats import format_matches
+from ..schema.json_values import exact, json_key, json_type, pattern_matches
+from ..schema.validation import Failure, failure
 from .model import (
     ArrayFrame,
     BooleanFrame,
@@ -29,9 +32,6 @@ from .model import (
     resolve_frame,
 )
 from .types import json_types
-from ..schema.formats import format_matches
-from ..schema.json_values import exact, json_key, json_type, pattern_matches
-from ..schema.validation import Failure, failure
 
 Path = tuple[str | int, ...]
 

@@ -14,8 +14,8 @@ written, each enum value, each union option, arrays' lengths.
 
 from __future__ import annotations
 
-from typing import Any, Literal, assert_never, get_args
 from collections.abc import Mapping
+from typing import Any, Literal, assert_never, get_args
 
 from .accepts import frame_accepts
 from .model import (

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
-from collections.abc import Mapping
 
 from ..errors import SchemaWarning
 

@@ -7,8 +7,8 @@ into one :class:`IntegerFrame` or :class:`NumberFrame`.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from collections.abc import Iterator
+from fractions import Fraction
 
 from ..schema.formats import CHECKED_AFTER_GENERATION
 from ..schema.json_values import exact

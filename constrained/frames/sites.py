@@ -12,9 +12,9 @@ family makes the same way.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping
 
 from ..errors import SchemaError, SchemaLimitError, SchemaWarning
 from ..schema.refs import enter, resolver_for, specification_of

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from collections.abc import Mapping
 
 from ..caches import LruCache
-from ..errors import ConstrainedError, SchemaError, ToolDefinitionError
-from .model import Frame, NormalizedSchema, ObjectFrame, UnionFrame
-from ..errors import SchemaWarning
-from ..tools import Tool, load_tool_entries
+from ..errors import ConstrainedError, SchemaError, SchemaWarning, ToolDefinitionError
 from ..schema.json_values import json_text, text_digest
 from ..schema.limits import too_deep
+from ..tools import Tool, load_tool_entries
+from .model import Frame, NormalizedSchema, ObjectFrame, UnionFrame
 from .normalize import normalize_schema
 
 

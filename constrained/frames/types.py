@@ -8,12 +8,23 @@ underneath (``anyOf[integer, null]`` is an integer that may be null).
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from typing import assert_never
 
-from .model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NullFrame, NumberFrame,
-                    ObjectFrame, RefFrame, StringFrame, UnionFrame)
 from ..schema.json_values import json_type
+from .model import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    StringFrame,
+    UnionFrame,
+)
 
 AMBIGUOUS = "ambiguous"
 

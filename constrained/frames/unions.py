@@ -3,9 +3,11 @@ cannot both match (which makes ``oneOf`` exactly ``anyOf``)."""
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from ..schema.json_values import dedupe_values
+from .accepts import frame_accepts
 from .model import (
     EnumFrame,
     Frame,
@@ -16,8 +18,6 @@ from .model import (
     UnionFrame,
     resolve_frame,
 )
-from ..schema.json_values import dedupe_values
-from .accepts import frame_accepts
 
 
 def union_of(frames: Iterable[Frame]) -> Frame:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, assert_never
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, assert_never
 
+from ..errors import SchemaWarning
 from ..frames.model import (
     ArrayFrame,
     BooleanFrame,
@@ -34,7 +35,6 @@ from ..frames.model import (
     frame_digest,
     resolve_frame,
 )
-from ..errors import SchemaWarning
 from ..schema.formats import FORMAT_PATTERNS
 from .lark import RuleSet, json_leaf, literal, regex, repeat
 from .number_leaves import number_leaf

@@ -10,9 +10,9 @@ leaf is the frame or a superset of it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
-from collections.abc import Callable
 
 from ..caches import cached
 from ..frames.model import IntegerFrame, NumberFrame

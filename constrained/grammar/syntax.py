@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
-from collections.abc import Sequence
 
 from ..frames.model import StringFrame
 from ..schema.json_values import exact

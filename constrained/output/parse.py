@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterable, Mapping
 
 import jsonschema
 
@@ -23,14 +23,14 @@ from ..compiler import CompiledTools
 from ..dialects import get_dialect
 from ..dialects.base import Dialect
 from ..dialects.segments import CallSegment, Decoded, Malformed, Parsed, Raw, Segment
+from ..dialects.writable import writable_tool_set
+from ..frames.accepts import explain, frame_accepts, member_frames
 from ..frames.model import EnumFrame, Frame, ObjectFrame
 from ..frames.toolset import LeftOutTool, NormalizedTool, ToolSet, normalize_tool_set
 from ..frames.types import json_types
+from ..options import Reasoning, check_reasoning
 from ..schema.json_values import json_type
 from ..schema.validation import Failure, explain_error, json_pointer, validator_for
-from ..frames.accepts import explain, frame_accepts, member_frames
-from ..options import Reasoning, check_reasoning
-from ..dialects.writable import writable_tool_set
 
 # Calls longer than this (in bytes of markup) are rejected, not parsed.
 MAX_CALL_BYTES = 4 * 1024 * 1024

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..dialects import get_dialect
 from ..errors import ToolDefinitionError

@@ -12,9 +12,9 @@ else comes back as it was, with every validation error.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, assert_never
-from collections.abc import Iterable, Iterator
 
 import jsonschema
 import referencing.exceptions
@@ -22,13 +22,26 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from ..errors import SchemaError
-from ..frames.model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NormalizedSchema,
-                            NullFrame, NumberFrame, ObjectFrame, RefFrame, StringFrame, UnionFrame)
+from ..frames.accepts import member_frames
+from ..frames.model import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NormalizedSchema,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    StringFrame,
+    UnionFrame,
+)
 from ..frames.normalize import normalize_schema
-from ..schema.validation import OFFLINE_REGISTRY, json_pointer
 from ..frames.types import effective_type, json_types
 from ..schema.json_values import json_type
-from ..frames.accepts import member_frames
+from ..schema.validation import OFFLINE_REGISTRY, json_pointer
 
 
 @dataclass(frozen=True)

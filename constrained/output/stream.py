@@ -82,22 +82,22 @@ from __future__ import annotations
 import bisect
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
-from collections.abc import Callable
 
 from ..dialects.segments import CallSegment, Malformed, Segment, fences_in, held_back
 from ..errors import StreamClosedError
+from ..options import Reasoning
 from .parse import (
+    CallIds,
     CallRejected,
     ParseResult,
     openai_call,
-    CallIds,
     read_output,
     reader,
     usable_tools,
 )
-from ..options import Reasoning
 from .stream_reading import OpenCall, arguments_prefix, call_openings, reasoning_markers
 
 Delta = dict[str, Any]

@@ -9,8 +9,8 @@ reading so far.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..dialects.base import Dialect
 from ..dialects.segments import CallSegment, Partial

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, assert_never
-from collections.abc import Iterable, Sequence
 
 from ..compiler import CompiledTools, compile_tools
 from ..dialects import get_dialect
 from ..dialects.representable import unrepresentable
 from ..errors import ConstrainedError
+from ..frames.accepts import member_frames, union_branch
 from ..frames.model import (
     ArrayFrame,
     BooleanFrame,
@@ -45,12 +46,11 @@ from ..frames.model import (
     StringFrame,
     UnionFrame,
 )
-from ..output.parse import parse_tool_calls
 from ..frames.normalize import normalize_schema
+from ..output.parse import parse_tool_calls
+from ..schema.json_values import json_key
 from ..schema.keywords import walk_schemas
 from ..schema.refs import Specification, schema_id, specification_of
-from ..frames.accepts import member_frames, union_branch
-from ..schema.json_values import json_key
 from ..tokenizers import Tokenizer
 
 # The single parameter a non-object schema becomes.

@@ -25,8 +25,8 @@ import traceback
 import numpy as np
 
 from ..compiler import CompiledTools
-from ..runtime.constraint import RowState, ToolCallConstraint
 from ..output.parse import parse_tool_calls
+from ..runtime.constraint import RowState, ToolCallConstraint
 from .fuzz_checks import output_problems, output_text
 from .fuzz_runs import FuzzRun, FuzzSummary, Outcome, WalkOptions
 from .fuzz_samplers import SAMPLERS, allows_one, make_sampler

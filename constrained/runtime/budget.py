@@ -23,16 +23,28 @@ fits after it.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, assert_never
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, assert_never
 
 import numpy as np
 
 from ..caches import LruCache
 from ..dialects import get_dialect
 from ..errors import ArgumentError, BudgetError, ConstrainedError
-from ..frames.model import (ArrayFrame, BooleanFrame, EnumFrame, Frame, FreeFrame, IntegerFrame, NullFrame, NumberFrame,
-                            ObjectFrame, RefFrame, StringFrame, UnionFrame)
+from ..frames.model import (
+    ArrayFrame,
+    BooleanFrame,
+    EnumFrame,
+    Frame,
+    FreeFrame,
+    IntegerFrame,
+    NullFrame,
+    NumberFrame,
+    ObjectFrame,
+    RefFrame,
+    StringFrame,
+    UnionFrame,
+)
 from ..frames.toolset import normalize_tool
 from ..tools import Tool
 

@@ -24,8 +24,16 @@ from ..grammar.syntax import NotWalkable
 from .arguments_tracker import ArgumentsTracker, arguments_trackers
 from .frame_tracker import FrameTracker, frame_trackers
 from .json_walk import BACK, MARK, JsonWalk, walk_shape
-from .mask_cache import (BYTE_LABELS, CLOSED_CALL, LEAF_LABELS, OPENED_CALL, MaskCache, MaskNode, allows_other_than,
-                         token_words)
+from .mask_cache import (
+    BYTE_LABELS,
+    CLOSED_CALL,
+    LEAF_LABELS,
+    OPENED_CALL,
+    MaskCache,
+    MaskNode,
+    allows_other_than,
+    token_words,
+)
 from .row import HistoryEntry, Row, new_entry
 
 if TYPE_CHECKING:

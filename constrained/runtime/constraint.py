@@ -20,8 +20,8 @@ leaves a row without an allowed token.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -22,15 +22,22 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Union
-from collections.abc import Mapping, Sequence
 
 from ..caches import LruCache
 from ..compiler import CompiledTools, compile_tools
 from ..dialects.base import Dialect
-from ..errors import ArgumentError, BudgetError, ConstrainedError, OptionError, SchemaLimitError, UnsatisfiableSchemaError
+from ..errors import (
+    ArgumentError,
+    BudgetError,
+    ConstrainedError,
+    OptionError,
+    SchemaLimitError,
+    UnsatisfiableSchemaError,
+)
 from ..frames.toolset import normalize_tool_set
 from ..options import Reasoning, check_reasoning
 from ..tokenizers import Tokenizer

@@ -12,8 +12,8 @@ Everywhere else the constraint asks llguidance.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
 from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 

@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-from collections.abc import Sequence
 
 from ..compiler import CompiledTools, compile_tools
-from .budget import require_budget
-from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 from ..dialects import get_dialect
 from ..dialects.base import openai_function
 from ..errors import LLAMA_CPP_EXTRA, MODEL_EXTRA, ArgumentError, GenerationError, MissingExtraError
 from ..options import CompileOptions, Reasoning, ToolChoice
 from ..output.parse import RejectedCall, parse_tool_calls
 from ..tokenizers import Tokenizer, load_tokenizer
+from .budget import require_budget
+from .constraint import ConstraintEvent, OnViolation, ToolCallConstraint, compiled_for_prompts
 
 if TYPE_CHECKING:
     import torch
@@ -157,16 +157,9 @@ def generate(
     keywords = CompileOptions(tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
     options = CompileOptions.resolve(options, keywords)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
-    if isinstance(tools, CompiledTools):
-        compiled = tools
-    else:
-        if dialect is None:
-            raise GenerationError("generate() needs a dialect (or a CompiledTools)")
-        compiled = compile_tools(tools, dialect=dialect, tokenizer=tok, options=options)
     batch_input = _is_batch(prompt_or_messages)
     prompts: list[Prompt] = list(prompt_or_messages) if batch_input else [prompt_or_messages]  # type: ignore[arg-type,list-item]
-    texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
-    compiled = compiled_for_prompts(compiled, texts)
+    compiled, texts = _compiled_prompts(tools, dialect, tok, options, prompts, chat_tokenizer)
     budget = max_new_tokens if close_within_budget and constrain else None
     if budget is not None:
         require_budget(compiled, budget)
@@ -182,6 +175,20 @@ def generate(
     with torch.inference_mode():
         results = loop.run([tok.encode(t) for t in texts], max_new_tokens)
     return results if batch_input else results[0]
+
+
+def _compiled_prompts(tools: Sequence[Any] | CompiledTools, dialect: str | None, tok: Tokenizer,
+                      options: CompileOptions, prompts: list[Prompt],
+                      chat_tokenizer: Any) -> tuple[CompiledTools, list[str]]:
+    """The tools compiled (unless they are) as the prompts' rendered texts need them, and those texts."""
+    if isinstance(tools, CompiledTools):
+        compiled = tools
+    else:
+        if dialect is None:
+            raise GenerationError("generate() needs a dialect (or a CompiledTools)")
+        compiled = compile_tools(tools, dialect=dialect, tokenizer=tok, options=options)
+    texts = [build_prompt(p, compiled, chat_tokenizer) for p in prompts]
+    return compiled_for_prompts(compiled, texts), texts
 
 
 def _require(engine: str) -> None:

@@ -24,13 +24,22 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..caches import Memo
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..frames.model import ArrayFrame, Frame, FreeFrame, ObjectFrame, UnionFrame, resolve_frame
-from ..caches import Memo
 from ..grammar.syntax import JSON_SHAPE, NotWalkable, WalkShape
-from .json_frames import (INTEGER_STEPS, NUMBER_START, NUMBER_STEPS, begins, free_number_steps, is_free_string, is_map,
-                          member_frame, uncounted_from)
+from .json_frames import (
+    INTEGER_STEPS,
+    NUMBER_START,
+    NUMBER_STEPS,
+    begins,
+    free_number_steps,
+    is_free_string,
+    is_map,
+    member_frame,
+    uncounted_from,
+)
 
 if TYPE_CHECKING:
     from ..compiler import CompiledTools

@@ -13,8 +13,8 @@ allocation, so the GPU apply can be captured in a CUDA graph.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -13,9 +13,9 @@ it reads the constraint's rows and fills its :class:`.host_masks.HostMasks`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
-from collections.abc import Sequence
 
 import numpy as np
 

@@ -35,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import sys
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path

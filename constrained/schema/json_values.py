@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Hashable, Iterable
 from fractions import Fraction
 from typing import Any
-from collections.abc import Hashable, Iterable
 
 from .patterns import pattern_matcher
 

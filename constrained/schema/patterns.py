@@ -27,13 +27,13 @@ import logging
 import re
 import threading
 import warnings
-from typing import Any
 from collections.abc import Iterator
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
 
 import re2
 import regex
-
-from re import _constants as sre, _parser as sre_parse  # type: ignore[attr-defined]
 
 from ..caches import cached
 

@@ -26,8 +26,8 @@ import functools
 import json
 import math
 import threading
-from typing import Any
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import attrs
 import jsonschema

@@ -15,9 +15,9 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from ..caches import LruCache
 from .core import Tokenizer, tokenizers_module

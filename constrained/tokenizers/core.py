@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TokenizerError
 from .table import TokenTable, fingerprint, token_table

@@ -11,10 +11,10 @@ the installed chunk files; nothing is written but the tokenizer cache."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping
 
 from ..errors import TokenizerError
 from .core import tokenizers_module

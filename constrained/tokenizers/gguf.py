@@ -5,9 +5,9 @@ its tensors. The file may come split into parts."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
-from collections.abc import Sequence
 
 from ..errors import TokenizerError
 

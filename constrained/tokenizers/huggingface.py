@@ -7,9 +7,9 @@ for the embedding row count, ``generation_config.json`` for the EOS ids), a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping, Sequence
 
 from ..errors import TokenizerError
 from .builtin import BUILTIN_NAMES

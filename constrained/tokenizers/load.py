@@ -4,9 +4,9 @@ the per-process cache in front of the built-ins and paths."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
 
 from ..errors import TokenizerError
 from .builtin import BUILTIN_NAMES, BUILTINS

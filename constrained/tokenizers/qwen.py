@@ -6,10 +6,10 @@ tokens), with no model hub."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Mapping
 
 from ..errors import TokenizerError
 from .core import tokenizers_module

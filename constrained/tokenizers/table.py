@@ -19,8 +19,8 @@ import re
 import struct
 import sys
 from array import array
-from typing import TYPE_CHECKING
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import TokenizerError
 

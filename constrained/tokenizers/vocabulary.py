@@ -11,9 +11,9 @@ checks and caches both.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import TokenizerError
 from .cache import builtin_paths, write_atomic

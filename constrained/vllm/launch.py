@@ -13,10 +13,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from collections.abc import Sequence
 
 from ..errors import GenerationError
 from ..tokenizers.cache import cache_root

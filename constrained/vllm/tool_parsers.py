@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
-from collections.abc import Sequence
 
 from vllm.entrypoints.generate.base.protocol import (
     DeltaFunctionCall,
