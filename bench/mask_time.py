@@ -187,10 +187,15 @@ def mcp_cases() -> list[Case]:
 # -- engines -----------------------------------------------------------------
 
 Stepper = tuple[Callable[[], Any], Callable[[int], bool]]  # (fill the mask, feed a token)
+CACHE_STATES: dict[str, str] = {}
+"""How the mask cache served each dialect (``ToolCallConstraint.cache_state``),
+so a dialect whose values the cache cannot follow shows in the report."""
 
 
 def constrained_engine(compiled: Any, tok: Tokenizer, cache_masks: bool = True) -> Stepper:
     constraint = ToolCallConstraint(compiled, cache_masks=cache_masks)
+    if cache_masks:
+        CACHE_STATES[compiled.dialect] = constraint.cache_state
     constraint.prepare(torch.zeros(1, tok.vocab_size))
 
     def feed(token: int) -> bool:
@@ -462,7 +467,8 @@ def report(loads: list[Workload], plot: str) -> str:
         "in the per-token times) and timed on its first and only run; XGrammar's cold compile likewise outside "
         "them. `from cache`: the share of masks the cache gave (the rest: precomputed raw-text rows, forced tokens "
         "and llguidance); for calls never seen, the median cold compile of a case's tools instead, and the whole "
-        "call (compile, setup, every mask) in the table below.",
+        "call (compile, setup, every mask) in the table below. The mask cache per dialect: "
+        + "; ".join(f"{dialect}: {state}" for dialect, state in sorted(CACHE_STATES.items())) + ".",
         "",
         "| dialect | workload | cases | tokens | engine | from cache | mean us | p50 us | p99 us | max us "
         "| mean / XGrammar | p99 / XGrammar |",

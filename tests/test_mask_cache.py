@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from constrained.runtime import mask_cache as mask_cache_module
 from constrained.runtime.mask_cache import MaskCache, MaskNode, SparseRow, single_token, write_token
 
 VOCAB = 100  # four words, the last one partly past the vocabulary
@@ -107,3 +108,17 @@ def test_children_are_labelled_by_token_and_closing():
     node = MaskNode()
     assert node.child(7) is node.child(7)
     assert node.child(~7) is not node.child(7)  # the token that closed a raw value
+
+
+def test_edge_names_are_bounded_and_their_numbers_never_reused(monkeypatch):
+    """Edge names hold markup text a model wrote, so the cache keeps a
+    bounded number of them; a name forgotten and met again gets a new
+    number, so a node keyed by the old one can only be missed."""
+    monkeypatch.setattr(mask_cache_module, "_NAMES", 4)
+    cache = MaskCache(vocab_size=64)
+    first = [cache.label(("markup", bytes([i]))) for i in range(4)]
+    assert len(set(first)) == 4 and cache.label(("markup", b"\x00")) == first[0]
+    later = [cache.label(("markup", bytes([i]))) for i in range(4, 8)]
+    assert len(cache._labels) <= 4
+    again = cache.label(("markup", b"\x00"))
+    assert again not in first + later and len(set(later)) == 4 and min(later) > max(first)

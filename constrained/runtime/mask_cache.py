@@ -144,6 +144,10 @@ class MaskNode:
         return node
 
 
+_NAMES = 1 << 14
+"""Edge names a mask cache keeps numbers for at once."""
+
+
 class MaskCache:
     """The masks of one compiled tool set, keyed by token history.
 
@@ -164,6 +168,7 @@ class MaskCache:
         self.hits = 0
         self.misses = 0
         self._labels: dict[Hashable, int] = {}
+        self._next_label = NAMED_LABELS
         self.walks = WalkMemo()
         """What the JSON walks of the tool set's requests learned (kept when the masks start over)."""
         self.trackers = TrackerMemo()
@@ -186,7 +191,14 @@ class MaskCache:
         label = self._labels.get(name)
         if label is None:
             with self._lock:
-                label = self._labels.setdefault(name, NAMED_LABELS + len(self._labels))
+                label = self._labels.get(name)
+                if label is None:
+                    if len(self._labels) >= _NAMES:
+                        # Names hold markup text a model wrote: forget them, never their numbers,
+                        # so a node keyed by a forgotten name's number is only missed, never mistaken.
+                        self._labels.clear()
+                    label = self._labels[name] = self._next_label
+                    self._next_label += 1
         return label
 
     def write(self, node: MaskNode, row: np.ndarray, held: object = None) -> torch.Tensor | None:
