@@ -34,15 +34,7 @@ import constrained.qa.conformance as conformance
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS
 from constrained.output.parse import ParseResult
-from constrained.qa.conformance import (
-    Call,
-    Outcome,
-    judge_call,
-    judge_calls,
-    judge_schema,
-    same_value,
-    schema_tool,
-)
+from constrained.qa.conformance import Call, Outcome, judge_call, judge_calls, judge_schema, same_value, schema_tool
 
 DIALECT_NAMES = list(DIALECTS)
 

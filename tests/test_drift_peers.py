@@ -19,12 +19,7 @@ from typing import Any
 
 import pytest
 
-from constrained import (
-    ToolCallStreamParser,
-    compile_tools,
-    parse_tool_calls,
-    render_tool_calls,
-)
+from constrained import ToolCallStreamParser, compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import get_dialect
 
 

@@ -13,15 +13,7 @@ import pytest
 from constrained.dialects import get_dialect
 from constrained.dialects.base import Markers
 from constrained.frames import accepts, examples, types
-from constrained.frames.model import (
-    ArrayFrame,
-    Frame,
-    NormalizedSchema,
-    NullFrame,
-    ObjectFrame,
-    RefFrame,
-    UnionFrame,
-)
+from constrained.frames.model import ArrayFrame, Frame, NormalizedSchema, NullFrame, ObjectFrame, RefFrame, UnionFrame
 from constrained.grammar.emitter import ValueEmitter
 from constrained.grammar.lark import RuleSet
 from constrained.output import repair

@@ -16,13 +16,7 @@ from typing import Any
 import pytest
 
 from constrained.errors import ConstrainedError
-from constrained.tokenizers import (
-    BUILTIN_NAMES,
-    Tokenizer,
-    TokenizerError,
-    load_tokenizer,
-    read_gguf_metadata,
-)
+from constrained.tokenizers import BUILTIN_NAMES, Tokenizer, TokenizerError, load_tokenizer, read_gguf_metadata
 from constrained.tokenizers.table import pack_table, unpack_table
 
 QWEN3_MARKERS = {

@@ -17,12 +17,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from constrained import (
-    ToolCallStreamParser,
-    compile_tools,
-    parse_tool_calls,
-    render_tool_calls,
-)
+from constrained import ToolCallStreamParser, compile_tools, parse_tool_calls, render_tool_calls
 from constrained.compiler import CompiledTools
 from constrained.dialects import DIALECTS
 from constrained.errors import CompileError, SchemaError, ToolDefinitionError, UnsatisfiableSchemaError

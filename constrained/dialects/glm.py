@@ -27,15 +27,7 @@ from ..grammar.regex import escape
 from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from .base import Markers
 from .description import CallMarkup, ChatFormat, ReasoningMarkup
-from .raw_values import (
-    RawTextSyntax,
-    RawValueDialect,
-    RawValues,
-    contested_keys,
-    ends_pattern,
-    raw_text,
-    skip_space,
-)
+from .raw_values import RawTextSyntax, RawValueDialect, RawValues, contested_keys, ends_pattern, raw_text, skip_space
 from .segments import Malformed, MarkedText, Parsed, Partial, Raw, Value, held_back_all
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and

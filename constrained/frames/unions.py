@@ -8,16 +8,7 @@ from typing import Any
 
 from ..schema.json_values import dedupe_values
 from .accepts import frame_accepts
-from .model import (
-    EnumFrame,
-    Frame,
-    FreeFrame,
-    IntegerFrame,
-    NumberFrame,
-    ObjectFrame,
-    UnionFrame,
-    resolve_frame,
-)
+from .model import EnumFrame, Frame, FreeFrame, IntegerFrame, NumberFrame, ObjectFrame, UnionFrame, resolve_frame
 
 
 def union_of(frames: Iterable[Frame]) -> Frame:

@@ -89,15 +89,7 @@ from typing import Any
 from ..dialects.segments import CallSegment, Malformed, Segment, fences_in, held_back
 from ..errors import StreamClosedError
 from ..options import Reasoning
-from .parse import (
-    CallIds,
-    CallRejected,
-    ParseResult,
-    openai_call,
-    read_output,
-    reader,
-    usable_tools,
-)
+from .parse import CallIds, CallRejected, ParseResult, openai_call, read_output, reader, usable_tools
 from .stream_reading import OpenCall, arguments_prefix, call_openings, reasoning_markers
 
 Delta = dict[str, Any]

@@ -70,14 +70,7 @@ def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> tokenizers.Tokenizer:
     """Qwen's tokenizer.json, rebuilt: byte-level BPE whose merges come from the
     tiktoken ranks (a merge's priority is the rank of the token it makes)."""
     tk = tokenizers_module()
-    from tokenizers import (
-        AddedToken,
-        Regex,
-        decoders,
-        normalizers,
-        pre_tokenizers,
-        processors,
-    )
+    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import BPE
 
     ranks = _read_tiktoken_ranks(ranks_path)
