@@ -5,6 +5,8 @@ built-in ``qwen3`` tokenizer (docs/design.md walks through the same)."""
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from typing import Any
 
 from constrained.dialects import JSON_SYNTAX, CallMarkup, Dialect, Malformed, Markers, Parsed, Value
@@ -26,7 +28,11 @@ class Boxed(Dialect):
     family = "an example: JSON calls in box tokens"
     value_syntax = JSON_SYNTAX
     grammar_source = GRAMMAR
-    markup = CallMarkup(open="<|box_start|>", close="<|box_end|>", turn_ends=("<|im_end|>",), ends_after_calls=("<|im_end|>",))
+    markup = CallMarkup(
+        open="<|box_start|>", close="<|box_end|>", turn_ends=("<|im_end|>",), ends_after_calls=("<|im_end|>",),
+        # Where the arguments begin: the mask cache then follows them as JSON, so other values reuse its masks.
+        arguments_opening=re.compile(rb'\{"name": (?P<tool>"(?:[^"\\]|\\.)*"), "arguments": '),
+    )
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         head = json.dumps(tool.name) + ', "arguments": '
@@ -50,3 +56,10 @@ class Shipped(Boxed):
     """The same format under another name, shipped through an entry point."""
 
     name = "boxed_shipped"
+
+
+class Unopened(Boxed):
+    """The same format without ``arguments_opening``."""
+
+    name = "boxed_unopened"
+    markup = replace(Boxed.markup, arguments_opening=None)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from boxed_dialect import GRAMMAR, Boxed, Shipped
+from boxed_dialect import GRAMMAR, Boxed, Shipped, Unopened
 from sample_tools import WEATHER
 
 from constrained import (
@@ -62,6 +62,37 @@ def test_the_constraint_follows_a_scripted_call_to_its_end(boxed):
     assert constraint.is_finished(0) and constraint.events == []
     assert compiled.check(text).accepted
     assert not compiled.check(text.replace("Paris", "Paris\", \"x\": \"y")).accepted
+
+
+def test_the_mask_cache_follows_the_arguments_and_keeps_llguidance_s_masks(boxed):
+    """With ``arguments_opening`` the cache follows the arguments as JSON:
+    a second call with other values walks the first one's masks, and every
+    mask equals llguidance's own (a constraint without the cache)."""
+    compiled = compile_tools([WEATHER], "boxed", "qwen3", tool_choice="required")
+    tok = compiled.tokenizer
+    first, second = (tok.encode(render_tool_calls([call], [WEATHER], "boxed")) for call in CALLS)
+    cached = ToolCallConstraint(compiled, 1)
+    assert cached.cache_state == "on"
+    for tokens in (first, second):
+        cached, plain = ToolCallConstraint(compiled, 1), ToolCallConstraint(compiled, 1, cache_masks=False)
+        cached.prepare_host()
+        plain.prepare_host()
+        for token in tokens:
+            cached.fill_masks()
+            plain.fill_masks()
+            assert (cached.allowed_words(0) == plain.allowed_words(0)).all(), tok.decode([token])
+            cached.consume([token])
+            plain.consume([token])
+    assert cached.cached_rows > len(second) // 2
+
+
+def test_a_dialect_that_says_not_where_arguments_begin_is_told_so(boxed):
+    """Without ``arguments_opening`` (nor raw values) the cache keys values
+    by their tokens, and the constraint says so rather than slowing down silently."""
+    plain = register_dialect(Unopened())
+    compiled = compile_tools([WEATHER], plain.name, "qwen3", tool_choice="required")
+    state = ToolCallConstraint(compiled, 1).cache_state
+    assert state.startswith("on, values keyed by their tokens") and "arguments_opening" in state
 
 
 def test_parse_stream_and_render_agree(boxed):

@@ -337,12 +337,18 @@ def followers(compiled: CompiledTools, count: int,
     return list(arguments) if arguments is not None else [None] * count
 
 
-def cache_state(compiled: CompiledTools, cache: MaskCache | None) -> str:
-    """How the mask cache serves a constraint, in one line
-    (``ToolCallConstraint.cache_state``)."""
+def cache_state(compiled: CompiledTools, cache: MaskCache | None,
+                follower: FrameTracker | ArgumentsTracker | None) -> str:
+    """How the mask cache serves a constraint whose rows have ``follower``
+    (the first row's), in one line (``ToolCallConstraint.cache_state``):
+    where values are keyed by their tokens, a call with other values is
+    masked by llguidance again, and this says why."""
     if cache is None:
         return "off"
     shape = walk_shape(compiled)
     if isinstance(shape, NotWalkable):
         return f"on, values keyed by their tokens: the JSON walk cannot follow the value syntax ({shape.reason})"
+    if follower is None:
+        return ("on, values keyed by their tokens: the dialect declares neither raw-text values (raw_text_syntax) "
+                "nor where a call's JSON arguments begin (markup.arguments_opening)")
     return "on"

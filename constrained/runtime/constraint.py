@@ -134,14 +134,16 @@ class ToolCallConstraint(MaskFilling):
         cache = mask_cache(compiled) if cache_masks else None
         self.walk = CacheWalk(compiled, cache)
         """How rows move along the tool set's mask cache."""
-        self.cache_state = cache_state(compiled, cache)
-        """How the mask cache serves this constraint, in one line: ``on``,
-        ``off`` (``cache_masks=False``), or on with values keyed by their
-        tokens and why (a value syntax the JSON walk cannot follow)."""
         root = cache.root if cache is not None else None
         self.rows = [Row(compiled.matcher(), follower, follower if isinstance(follower, FrameTracker) else None, root)
                      for follower in followers(compiled, batch_size, cache)]
         """One :class:`~.row.Row` per sequence: its matcher and where it stands."""
+        self.cache_state = cache_state(compiled, cache, self.rows[0].follower)
+        """How the mask cache serves this constraint, in one line: ``on``,
+        ``off`` (``cache_masks=False``), or on with values keyed by their
+        tokens and why (a value syntax the JSON walk cannot follow, a
+        dialect that says neither where raw values nor where JSON arguments
+        are)."""
         self.masks = HostMasks(compiled.tokenizer, batch_size)
         """The host bitmask the rows' masks are filled into, and what each row holds."""
         self._end_ids = frozenset(compiled.tokenizer.eos_token_ids)
