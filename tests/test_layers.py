@@ -107,3 +107,22 @@ def test_the_layout_table_is_the_tree():
     assert not missing, f"the layout table in docs/design.md does not name: {missing}"
     layers = [LAYER_OF[row.split("`")[1].removeprefix("constrained/").rstrip("/").removesuffix(".py")] for row in rows]
     assert layers == sorted(layers), "the layout table's rows are not in layer order"
+
+
+def test_the_runtime_knows_no_dialect_by_its_class():
+    """The runtime reads dialects through the registry and the interface
+    (``Dialect``, ``Markers``, the raw-text syntax a dialect declares),
+    never a concrete dialect's module: a dialect registered from outside
+    the package gets everything a built-in does."""
+    from constrained.dialects import DIALECTS
+
+    concrete = {type(dialect).__module__.split(".")[-1] for dialect in DIALECTS.values()
+                if type(dialect).__module__.startswith("constrained.dialects.")}
+    assert {"gemma", "hermes", "glm", "qwen3_coder"} <= concrete
+    reaching = []
+    for path in sorted((PACKAGE / "runtime").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dialects."):
+                if node.module.removeprefix("dialects.") in concrete:
+                    reaching.append(f"{path.name}:{node.lineno} imports from {node.module}")
+    assert not reaching, reaching
