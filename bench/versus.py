@@ -8,9 +8,10 @@ first on ``REV`` (checked out in a temporary git worktree, its own bench
 scripts over its own package) and then on this tree, and the rows of their
 tables are paired by dialect, workload and engine. What is compared is
 mostly each engine's ratio to XGrammar measured in the same run, which
-holds better than microseconds from one run to the next. Written to the
-section ``versus`` of ``RESULTS.md``. Run it alone: the two runs are only
-comparable on a quiet machine.
+holds better than microseconds from one run to the next. Each benchmark
+writes its own section of ``RESULTS.md`` (``versus_<script>``), so they
+can be run apart. Run it alone: the two runs are only comparable on a quiet
+machine.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def side_by_side(script: str, table: Table, base: str, before: str, after: str) 
     """One markdown table: each metric of ``base``'s run beside this tree's."""
     old, new = rows(before, table), rows(after, table)
     heads = [*table.keys] + [f"{metric}, {which}" for metric in table.metrics for which in (base, "this tree")]
-    lines = [f"### `{script}`", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for key, row in new.items():
         if key not in old:
             continue
@@ -100,29 +101,27 @@ def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout.strip()
     benches = args.bench or sorted(TABLES)
-    sections = [
-        "## This tree against another revision (`bench/versus.py`)",
-        "",
-        f"{environment()}. Each benchmark ran on revision `{commit}` and then on this tree, in one sitting, with "
-        "its arguments " + (", ".join(f"`{s}`: `{' '.join(a)}`" for s, a in passed.items()) or "the defaults")
-        + "; rows paired by their key columns.",
-        "",
-    ]
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch) / "base"
         subprocess.run(["git", "worktree", "add", "--detach", str(base), commit], cwd=ROOT, check=True,
                        capture_output=True)
         try:
             for script in benches:
-                table = TABLES[script]
-                before = run(base, script, passed.get(script, []))
-                after = run(ROOT, script, passed.get(script, []))
-                sections += side_by_side(script, table, commit, before, after)
-                print("\n".join(sections[-3:]), file=sys.stderr)
+                arguments = passed.get(script, [])
+                before = run(base, script, arguments)
+                after = run(ROOT, script, arguments)
+                section = [
+                    f"## `{script}`: this tree against another revision (`bench/versus.py`)",
+                    "",
+                    f"{environment()}. `{' '.join([f'bench/{script}.py', *arguments])}` ran on revision `{commit}` "
+                    "and then on this tree, in one sitting; rows paired by their key columns.",
+                    "",
+                    *side_by_side(script, TABLES[script], commit, before, after),
+                ]
+                write_section(f"versus_{script}", "\n".join(section))
+                print("\n".join(section))
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
-    write_section("versus", "\n".join(sections))
-    print("\n".join(sections))
     return 0
 
 
