@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..grammar.syntax import WalkShape
-from .json_walk import MARKUP_LIMIT, JsonWalk, WalkMemo, WalkSnapshot, walk_shape
+from .json_frames import walk_shape
+from .json_walk import MARKUP_LIMIT, JsonWalk, WalkMemo, WalkSnapshot
 
 if TYPE_CHECKING:
     from ..compiler import CompiledTools

@@ -23,7 +23,8 @@ from ..dialects.base import Markers
 from ..grammar.syntax import NotWalkable
 from .arguments_tracker import ArgumentsTracker, arguments_trackers
 from .frame_tracker import FrameTracker, frame_trackers
-from .json_walk import BACK, MARK, JsonWalk, walk_shape
+from .json_frames import walk_shape
+from .json_walk import BACK, MARK, JsonWalk
 from .mask_cache import (
     BYTE_LABELS,
     CLOSED_CALL,

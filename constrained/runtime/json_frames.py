@@ -1,12 +1,15 @@
 """What the JSON walk (:mod:`.json_walk`) reads of frames: which frame a
 member or item has, which values are free leaves, the automaton of a
-number's text, the options of a union a byte can begin."""
+number's text, the options of a union a byte can begin; and how the walk
+follows a tool set's values at all (:func:`walk_shape`)."""
 
 from __future__ import annotations
 
 import json
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
+from ..dialects import get_dialect
+from ..dialects.base import Markers
 from ..frames.model import (
     ArrayFrame,
     BooleanFrame,
@@ -21,6 +24,10 @@ from ..frames.model import (
     StringFrame,
     UnionFrame,
 )
+from ..grammar.syntax import NotWalkable, WalkShape
+
+if TYPE_CHECKING:
+    from ..compiler import CompiledTools
 
 NUMBER_START = frozenset(b"-0123456789")
 """The bytes a JSON number begins with."""
@@ -121,3 +128,9 @@ def is_free_string(frame: Frame | None) -> bool:
 
 def begins_value(value: object, byte: int) -> bool:
     return byte < 0x100 and json.dumps(value).encode()[:1] == bytes((byte,))
+
+def walk_shape(compiled: CompiledTools) -> WalkShape | NotWalkable:
+    """How the walk follows ``compiled``'s values, as its dialect's value
+    syntax declares it (:meth:`~constrained.grammar.syntax.ValueSyntax.walk_shape`),
+    or why it cannot."""
+    return get_dialect(compiled.dialect).values_syntax(Markers(compiled.tokenizer)).walk_shape(compiled.tokenizer)

@@ -22,13 +22,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ..caches import Memo
-from ..dialects import get_dialect
-from ..dialects.base import Markers
 from ..frames.model import ArrayFrame, Frame, FreeFrame, ObjectFrame, UnionFrame, resolve_frame
-from ..grammar.syntax import JSON_SHAPE, NotWalkable, WalkShape
+from ..grammar.syntax import JSON_SHAPE, WalkShape
 from .json_frames import (
     INTEGER_STEPS,
     NUMBER_START,
@@ -40,10 +38,6 @@ from .json_frames import (
     member_frame,
     uncounted_from,
 )
-
-if TYPE_CHECKING:
-    from ..compiler import CompiledTools
-
 
 MARKUP_LIMIT = 4096
 """The most bytes of call markup a tracker holds before a value opens; past
@@ -549,10 +543,3 @@ _BYTE_STEPS: tuple[_ByteStep, ...] = (
     JsonWalk._at_key, JsonWalk._at_colon, JsonWalk._after_end, JsonWalk._lost, JsonWalk._in_name,
 )
 """Each mode's handler of one byte, in the modes' order (``_VALUE`` to ``_NAME``)."""
-
-
-def walk_shape(compiled: CompiledTools) -> WalkShape | NotWalkable:
-    """How the walk follows ``compiled``'s values, as its dialect's value
-    syntax declares it (:meth:`~constrained.grammar.syntax.ValueSyntax.walk_shape`),
-    or why it cannot."""
-    return get_dialect(compiled.dialect).values_syntax(Markers(compiled.tokenizer)).walk_shape(compiled.tokenizer)

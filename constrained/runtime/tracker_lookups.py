@@ -11,8 +11,8 @@ from ..dialects import get_dialect
 from ..dialects.base import Markers
 from ..dialects.raw_values import RawTextSyntax, ValueKind
 from ..grammar.syntax import WalkShape
-from .json_frames import free_number_steps, member_frame
-from .json_walk import JsonWalk, WalkMemo, walk_shape
+from .json_frames import free_number_steps, member_frame, walk_shape
+from .json_walk import JsonWalk, WalkMemo
 from .text_masks import TextFrameMasks, ValueGuards, text_frame_masks, value_guards
 
 if TYPE_CHECKING:
