@@ -308,7 +308,7 @@ def _add_compile_arguments(parser: argparse.ArgumentParser, dialect_help: str | 
     _add_dialect(parser, dialect_help)
     parser.add_argument(
         "--tokenizer",
-        help="built-in name (qwen3, qwen3.6, gemma4, functiongemma), HF tokenizer folder or tokenizer.json "
+        help="built-in name (qwen3, qwen3.6, gemma4, functiongemma, deepseek_v4, o200k_harmony, llama3), HF tokenizer folder or tokenizer.json "
         "(default: the dialect's default tokenizer)",
     )
     add_flags(parser, CompileOptions)

