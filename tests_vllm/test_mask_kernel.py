@@ -59,7 +59,7 @@ CHECK = textwrap.dedent(
     buffers = MaskBuffers.allocate(tok, 4, (tok.vocab_size + 31) // 32, logits, kernel=True)
     buffers.host_bits.copy_(constraint.buffers().host_bits)
     by_kernel = apply_mask(buffers, logits.clone(), [None] * 4, [None] * 4, tok.vocab_size)
-    results["states"] = [state.value for state in constraint._states]
+    results["states"] = [constraint.state(row).value for row in range(4)]
     results["constraint"] = torch.equal(by_kernel, on_cpu)
     results["allowed"] = torch.isfinite(by_kernel).sum(dim=1).tolist()
     print(json.dumps(results))
