@@ -9,7 +9,6 @@ dialect, the normalized tools, the options and the tokenizer's vocabulary.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, astuple, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from .caches import LruCache
 from .dialects import get_dialect
 from .dialects.base import Dialect, Markers
+from .dialects.turn_rules import check_markers, turn_rules
 from .dialects.writable import writable_tool_set
 from .errors import CompileError, OptionError, SchemaWarning
 from .frames.model import canonical_json
@@ -406,7 +406,7 @@ def _fingerprint(dialect: str, tool_set: ToolSet, options: CompileOptions, tok: 
 def _compile(
     dialect: Dialect, tool_set: ToolSet, tok: Tokenizer, options: CompileOptions, fingerprint: str
 ) -> CompiledTools:
-    _check_markers(dialect, tok)
+    check_markers(dialect, Markers(tok))
     given = len(tool_set.tools) + len(tool_set.left_out)
     tool_set = writable_tool_set(dialect, tool_set, tok)
     tool_choice = options.tool_choice
@@ -438,9 +438,7 @@ def _compile(
         [
             dialect.grammar(),
             "// -- generated --",
-            _start_rule(dialect, markers, options, bool(bodies)),
-            f"end_of_turn: {_present(dialect.markup.turn_ends, markers)}",
-            f"end_after_calls: {_present(dialect.markup.ends_after_calls, markers)}",
+            *turn_rules(dialect, markers, options, bool(bodies)),
             f"tool_body: {' | '.join(f'({b})' for b in bodies)}" if bodies else "",
             rules.text(),
         ]
@@ -457,53 +455,3 @@ def _compile(
     )
     compiled.matcher()
     return compiled
-
-
-def _start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> str:
-    tool_choice = options.tool_choice
-    has_block = bool(dialect.reasoning.tokens) and all(map(markers.is_token, dialect.reasoning.tokens))
-    if options.reasoning == "open" and not has_block:
-        raise OptionError(
-            f'reasoning="open": dialect {dialect.name!r} has no reasoning block with tokenizer '
-            f"{markers.tokenizer.name!r} (its markers {', '.join(dialect.reasoning.tokens) or 'none'} "
-            "must be single special tokens)",
-            argument="reasoning",
-        )
-    # An open block is the prompt's: the output must close it first (calls come after reasoning).
-    reasoning = "reasoning_rest " if options.reasoning == "open" else "reasoning? " if options.reasoning and has_block else ""
-    # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
-    first, later = dialect.markup.text_calls if tool_choice == "auto" and dialect.markup.text_calls else (None, "call")
-
-    def calls(first_call: str) -> str:
-        if not options.parallel_tool_calls:
-            return first_call
-        if dialect.markup.separator:
-            return f"{first_call} (call_separator {later})*"
-        return f"{later}+" if first_call == later else f"{first_call} {later}*"
-
-    if tool_choice == "none" or not has_tools:
-        return f"start: {reasoning}text? end_of_turn"
-    if tool_choice == "auto":
-        start = f"start: {reasoning}text? end_of_turn | {reasoning}text? {calls('call')} end_after_calls"
-        return start + (f" | {reasoning}{calls(first)} end_after_calls" if first else "")
-    return f"start: {reasoning}{calls('call')} end_after_calls"
-
-
-def _check_markers(dialect: Dialect, tok: Tokenizer) -> None:
-    markers = Markers(tok)
-    missing = [m for m in dialect.markup.required_tokens if not markers.is_token(m)]
-    if missing:
-        raise CompileError(
-            f"dialect {dialect.name!r} needs {', '.join(missing)} as single special tokens, "
-            f"but tokenizer {tok.name!r} does not have them"
-        )
-    for ends in (dialect.markup.turn_ends, dialect.markup.ends_after_calls):
-        if not any(markers.is_token(m) for m in ends):
-            raise CompileError(
-                f"dialect {dialect.name!r} ends a turn with one of {', '.join(ends)}, "
-                f"but tokenizer {tok.name!r} has none of them as a single special token"
-            )
-
-
-def _present(ends: Sequence[str], markers: Markers) -> str:
-    return " | ".join(m for m in ends if markers.is_token(m))

@@ -434,7 +434,10 @@ def test_a_caller_deep_in_the_stack_gets_a_clear_error_not_a_recursion_error():
 
 # -- big enums ----------------------------------------------------------------------------
 
-MARKUP = ["</parameter>", '<|"|>', '"quoted"', "two\nlines", "<escape>", "</arg_value>", "a,b:{c}", "</tool_call>", "\n</parameter>\n"]
+MARKUP = [
+    "</parameter>", '<|"|>', '"quoted"', "two\nlines", "<escape>", "</arg_value>", "a,b:{c}", "</tool_call>",
+    "\n</parameter>\n", "</｜DSML｜parameter>",
+]  # fmt: skip
 # The markup strings each dialect cannot write, with its default tokenizer: a
 # special token, or a raw value's own closing.
 UNWRITABLE = {
@@ -444,6 +447,7 @@ UNWRITABLE = {
     "glm47": {"</arg_value>", "</tool_call>"},
     "gemma4": {'<|"|>'},
     "functiongemma": {"<escape>"},
+    **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), {"</｜DSML｜parameter>"}),
 }
 NUMBERS = [i * 1.5 for i in range(10_000)]
 
@@ -705,6 +709,7 @@ NAMES = [
 ]  # fmt: skip
 _QWEN_MARKUP = {">", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _GLM_MARKUP = {"<", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
+_DSML_MARKUP = {"\n", '"', '<|"|>'}  # names and keys sit in double quotes
 _GEMMA_KEYS = {"<", "</parameter>", "{", "}", ",", '<|"|>', "</arg_key>", "[", "", "<tool_call>"}
 # Per dialect: tool names and argument keys it refuses (besides the lone
 # surrogate, refused everywhere); "<tool_call>" is a special token of qwen3.
@@ -715,6 +720,7 @@ REFUSED = {
     "glm47": (_GLM_MARKUP, _GLM_MARKUP | {""}),
     "gemma4": ({"{", '<|"|>'}, _GEMMA_KEYS),
     "functiongemma": ({"{"}, _GEMMA_KEYS),
+    **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), (_DSML_MARKUP, _DSML_MARKUP | {""})),
 }
 
 
@@ -778,6 +784,7 @@ WRONG_TOKENIZER = {
     "glm47": ("functiongemma", ["<tool_call>", "</tool_call>"]),
     "gemma4": ("qwen3", ["<|tool_call>", "<tool_call|>", '<|"|>']),
     "functiongemma": ("qwen3", ["<start_function_call>", "<end_function_call>", "<escape>"]),
+    **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), ("qwen3", ["｜DSML｜"])),
 }
 
 

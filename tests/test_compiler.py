@@ -24,6 +24,7 @@ from sample_tools import WRITE_FILE_WITH_OVERWRITE
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
+from constrained.dialects.dsml import DeepSeekV32
 from constrained.errors import CompileError, UnknownDialectError
 from constrained.output.parse import parse_tool_calls
 from constrained.qa.conformance import Outcome, judge_call
@@ -119,6 +120,27 @@ WRITE_CALL = {
         "path:<escape>notes/out.txt<escape>}<end_function_call>"
     ),
 }
+
+
+def dsml(text: str) -> dict[str, str]:
+    """A DSML text as each DeepSeek version writes it (given as V3.2's)."""
+    versions = {}
+    for name, dialect in DIALECTS.items():
+        if isinstance(dialect, DeepSeekV32):
+            tags = dialect.tags
+            versions[name] = (
+                text.replace("｜DSML｜function_calls", "｜DSML｜" + tags.calls)
+                .replace("｜DSML｜invoke", "｜DSML｜" + tags.invoke)
+                .replace("｜DSML｜parameter", "｜DSML｜" + tags.parameter)
+            )
+    return versions
+
+
+WRITE_CALL.update(dsml(
+    '<｜DSML｜invoke name="write_file">\n<｜DSML｜parameter name="path" string="true">notes/out.txt</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="content" string="true">line 1\nline 2</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="overwrite" string="false">true</｜DSML｜parameter>\n</｜DSML｜invoke>'
+))
 # get_time(tz="UTC"), by hand.
 TIME_CALL = {
     "qwen3_coder": "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>",
@@ -127,11 +149,19 @@ TIME_CALL = {
     "glm47": "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value></tool_call>",
     "gemma4": '<|tool_call>call:get_time{tz:<|"|>UTC<|"|>}<tool_call|>',
     "functiongemma": "<start_function_call>call:get_time{tz:<escape>UTC<escape>}<end_function_call>",
+    **dsml('<｜DSML｜invoke name="get_time">\n<｜DSML｜parameter name="tz" string="true">UTC</｜DSML｜parameter>\n</｜DSML｜invoke>'),
 }
-# What goes between two calls, what opens and what closes one.
-SEPARATOR = {name: dialect.markup.separator for name, dialect in DIALECTS.items()}
-TRIGGER = {name: dialect.markup.open for name, dialect in DIALECTS.items()}
+# What opens a call as a special token (in DSML, the token every tag starts
+# with), and what closes one.
+TRIGGER = {name: dialect.markup.required_tokens[0] for name, dialect in DIALECTS.items()}
 CALL_CLOSE = {name: dialect.markup.close for name, dialect in DIALECTS.items()}
+
+
+def turn(dialect: str, *calls: str) -> str:
+    """A turn's calls as ``dialect`` writes them (in a section, where it has one)."""
+    return DIALECTS[dialect].markup.calls_text(list(calls))
+
+
 # A reasoning block as each family writes it (FunctionGemma has none).
 REASONING = {
     "qwen3_coder": "<think>\nThe user wants the notes saved.\n</think>\n\n",
@@ -139,6 +169,7 @@ REASONING = {
     "glm45": "<think>The user wants the notes saved.</think>\n",
     "glm47": "<think>The user wants the notes saved.</think>",
     "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
+    **dict.fromkeys(dsml(""), "<think>The user wants the notes saved.</think>"),
 }
 TEXT = "Sure, I will save the notes. Anything else?"
 
@@ -159,15 +190,16 @@ def test_hand_written_calls_are_what_the_renderers_write():
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_auto_allows_text_calls_and_reasoning(dialect):
     ct = compiled(TOOLS, dialect)
-    call = WRITE_CALL[dialect]
+    call = turn(dialect, WRITE_CALL[dialect])
+    both = turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect])
     assert_accepted(ct, TEXT)
     assert_accepted(ct, "")
     assert_accepted(ct, TEXT + "\n" + call)
     assert_accepted(ct, call)
-    assert_accepted(ct, call + SEPARATOR[dialect] + TIME_CALL[dialect])
+    assert_accepted(ct, both)
     if dialect in REASONING:
         assert_accepted(ct, REASONING[dialect] + call)
-        assert_accepted(ct, REASONING[dialect] + call + SEPARATOR[dialect] + TIME_CALL[dialect])
+        assert_accepted(ct, REASONING[dialect] + both)
         assert_accepted(ct, REASONING[dialect] + TEXT)
         # The boundary stays open: reasoning, then text, then a call.
         assert_accepted(ct, REASONING[dialect] + TEXT + "\n" + call)
@@ -180,11 +212,11 @@ def test_required_needs_a_call(dialect):
     ct = compiled(TOOLS, dialect, tool_choice="required")
     assert_rejected(ct, TEXT)
     assert_rejected(ct, "")
-    assert_accepted(ct, WRITE_CALL[dialect])
-    assert_accepted(ct, TIME_CALL[dialect])
-    assert_accepted(ct, WRITE_CALL[dialect] + SEPARATOR[dialect] + TIME_CALL[dialect])
+    assert_accepted(ct, turn(dialect, WRITE_CALL[dialect]))
+    assert_accepted(ct, turn(dialect, TIME_CALL[dialect]))
+    assert_accepted(ct, turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect]))
     if dialect in REASONING:
-        assert_accepted(ct, REASONING[dialect] + WRITE_CALL[dialect])
+        assert_accepted(ct, REASONING[dialect] + turn(dialect, WRITE_CALL[dialect]))
         assert_rejected(ct, REASONING[dialect])
         assert_rejected(ct, REASONING[dialect] + TEXT)
 
@@ -192,15 +224,16 @@ def test_required_needs_a_call(dialect):
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_named_tool_choice_allows_only_that_tool(dialect):
     ct = compiled(TOOLS, dialect, tool_choice="get_time")
-    assert_accepted(ct, TIME_CALL[dialect])
-    assert_rejected(ct, WRITE_CALL[dialect])
+    time_call, write_call = turn(dialect, TIME_CALL[dialect]), turn(dialect, WRITE_CALL[dialect])
+    assert_accepted(ct, time_call)
+    assert_rejected(ct, write_call)
     assert_rejected(ct, TEXT)
     if dialect in REASONING:
-        assert_accepted(ct, REASONING[dialect] + TIME_CALL[dialect])
-        assert_rejected(ct, REASONING[dialect] + WRITE_CALL[dialect])
+        assert_accepted(ct, REASONING[dialect] + time_call)
+        assert_rejected(ct, REASONING[dialect] + write_call)
     other = compiled(TOOLS, dialect, tool_choice="write_file")
-    assert_accepted(other, WRITE_CALL[dialect])
-    assert_rejected(other, TIME_CALL[dialect])
+    assert_accepted(other, write_call)
+    assert_rejected(other, time_call)
 
 
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
@@ -212,11 +245,12 @@ def test_none_allows_text_and_never_the_trigger(dialect):
     if dialect in REASONING:
         assert_accepted(ct, REASONING[dialect] + TEXT)
     # The trigger as its special token: rejected exactly there.
-    lead = "I could call a tool: "
-    result = ct.check(lead + WRITE_CALL[dialect])
+    text = "I could call a tool: " + turn(dialect, WRITE_CALL[dialect]).lstrip()
+    result = ct.check(text)
     assert not result.accepted
+    lead = text[: text.index(TRIGGER[dialect])]
     lead_ids = tokenizer.encode(lead)
-    assert tokenizer.encode(lead + TRIGGER[dialect])[len(lead_ids)] == tokenizer.token_id(TRIGGER[dialect])
+    assert tokenizer.encode(text)[len(lead_ids)] == tokenizer.token_id(TRIGGER[dialect])
     assert (result.token_index, result.byte_offset) == (len(lead_ids), len(lead.encode()))
     # The trigger spelled as ordinary text tokens: rejected at the token that completes it.
     trigger = TRIGGER[dialect]
@@ -232,17 +266,17 @@ def test_none_allows_text_and_never_the_trigger(dialect):
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_parallel_tool_calls_off_allows_one_call(dialect):
     one = compiled(TOOLS, dialect, parallel_tool_calls=False)
-    two = WRITE_CALL[dialect] + SEPARATOR[dialect] + TIME_CALL[dialect]
-    assert_accepted(one, WRITE_CALL[dialect])
+    two = turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect])
+    assert_accepted(one, turn(dialect, WRITE_CALL[dialect]))
     assert_accepted(one, TEXT)
     assert_rejected(one, two)
-    assert_rejected(one, WRITE_CALL[dialect] + SEPARATOR[dialect] + WRITE_CALL[dialect])
+    assert_rejected(one, turn(dialect, WRITE_CALL[dialect], WRITE_CALL[dialect]))
     # The rejection is at the second call, not at the end.
     result = one.check(two)
     assert result.byte_offset < len(two.encode())
-    assert result.byte_offset >= len((WRITE_CALL[dialect] + SEPARATOR[dialect]).encode()) - 1
+    assert result.byte_offset >= len(two[: two.index(TIME_CALL[dialect])].encode()) - 2
     required = compiled(TOOLS, dialect, tool_choice="required", parallel_tool_calls=False)
-    assert_accepted(required, TIME_CALL[dialect])
+    assert_accepted(required, turn(dialect, TIME_CALL[dialect]))
     assert_rejected(required, two)
     assert_accepted(compiled(TOOLS, dialect, parallel_tool_calls=True), two)
 
@@ -251,12 +285,13 @@ def test_parallel_tool_calls_off_allows_one_call(dialect):
 def test_turn_must_be_allowed_to_end_after_the_text(dialect):
     ct = compiled(TOOLS, dialect)
     tokenizer = ct.tokenizer
-    call = WRITE_CALL[dialect]
+    call = turn(dialect, WRITE_CALL[dialect])
     close = CALL_CLOSE[dialect]
-    assert call.endswith(close)
+    assert WRITE_CALL[dialect].endswith(close)
+    cut = call[: call.rindex(close)]
     # Cut before the closing marker, and in the middle of a value: every token
     # is allowed, but the turn cannot end there.
-    for text in (call[: -len(close)], call[: call.index("line 2")], TEXT + "\n" + call[: -len(close)]):
+    for text in (cut, call[: call.index("line 2")], TEXT + "\n" + cut):
         result = ct.check(text)
         assert not result.accepted, text
         assert result.token_index == len(tokenizer.encode(text))
@@ -268,7 +303,12 @@ def test_turn_must_be_allowed_to_end_after_the_text(dialect):
     required = compiled(TOOLS, dialect, tool_choice="required")
     refused = required.check("")
     assert (refused.accepted, refused.token_index, refused.byte_offset) == (False, 0, 0)
-    assert get_dialect(dialect).markup.open in refused.allowed_markers  # what the output must start with
+    markup = get_dialect(dialect).markup
+    if markup.section is None:
+        assert markup.open in refused.allowed_markers  # what the output must start with
+    else:  # the section's lead (a few text tokens), or a reasoning block
+        assert set(refused.allowed_markers) <= set(get_dialect(dialect).reasoning.tokens)
+        assert 0 < (refused.allowed_tokens or 0) < 10
 
 
 @pytest.mark.parametrize(
@@ -295,7 +335,7 @@ def test_turn_end_token_is_in_the_mask_exactly_where_the_turn_may_end(dialect, a
     assert set(after_text) <= ends_allowed(TEXT)
     assert set(after_text) <= ends_allowed("")
     assert set(after_calls) <= ends_allowed(call)
-    assert set(after_calls) <= ends_allowed(call + SEPARATOR[dialect] + TIME_CALL[dialect])
+    assert set(after_calls) <= ends_allowed(turn(dialect, call, TIME_CALL[dialect]))
     for inside in (call[: call.index("notes")], call[: call.index("line 2") + 2], call[: -len(CALL_CLOSE[dialect])]):
         assert ends_allowed(inside) == set(), inside
     if dialect in REASONING:
@@ -303,7 +343,7 @@ def test_turn_end_token_is_in_the_mask_exactly_where_the_turn_may_end(dialect, a
         required = compiled(TOOLS, dialect, tool_choice="required")
         allowed = set(allowed_next(required, tokenizer.encode(REASONING[dialect])))
         assert not allowed & set(ends.values())
-        assert tokenizer.token_id(TRIGGER[dialect]) in allowed
+        assert tokenizer.encode(turn(dialect, TIME_CALL[dialect]))[0] in allowed
 
 
 # -- where check says the output went wrong ---------------------------------------
@@ -764,7 +804,12 @@ def test_every_mcp_tool_compiles(dialect):
         "gemma4": '<|tool_call>call:fetch{max_length:2000,url:<|"|>https://example.com/a?b=1<|"|>}<tool_call|>',
         "functiongemma": "<start_function_call>call:fetch{max_length:2000,url:<escape>https://example.com/a?b=1<escape>}"
         "<end_function_call>",
+        **dsml(
+            '<｜DSML｜invoke name="fetch">\n<｜DSML｜parameter name="url" string="true">https://example.com/a?b=1</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="max_length" string="false">2000</｜DSML｜parameter>\n</｜DSML｜invoke>'
+        ),
     }[dialect]
+    fetch = turn(dialect, fetch)
     assert_accepted(ct, fetch)
     assert_rejected(ct, fetch.replace("2000", "0"))  # minimum 1
 
@@ -783,9 +828,14 @@ def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
         "glm47": "<tool_call>tag<arg_key>label</arg_key><arg_value>keep</arg_value><arg_key>n</arg_key><arg_value>2</arg_value></tool_call>",
         "gemma4": '<|tool_call>call:tag{label:<|"|>keep<|"|>,n:2}<tool_call|>',
         "functiongemma": "<start_function_call>call:tag{label:<escape>keep<escape>,n:2}<end_function_call>",
+        **dsml(
+            '<｜DSML｜invoke name="tag">\n<｜DSML｜parameter name="label" string="true">keep</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="n" string="false">2</｜DSML｜parameter>\n</｜DSML｜invoke>'
+        ),
     }[dialect]
+    call = turn(dialect, call)
     assert_accepted(ct, call)
-    assert_rejected(ct, call.replace("2", "two"))
+    assert_rejected(ct, call.replace(">2<", ">two<").replace("\n2\n", "\ntwo\n").replace(":2}", ":two}").replace(": 2}", ": two}"))
 
 
 @pytest.mark.parametrize(
@@ -1061,7 +1111,7 @@ def test_save_and_load_round_trip(dialect, tmp_path):
     texts = [
         WRITE_CALL[dialect],
         TIME_CALL[dialect],
-        WRITE_CALL[dialect] + SEPARATOR[dialect] + TIME_CALL[dialect],
+        turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect]),
         TEXT,
         REASONING[dialect] + TIME_CALL[dialect],
         WRITE_CALL[dialect][:-5],

@@ -37,6 +37,7 @@ from sample_tools import RAW_DIALECTS, reads_cut_off_call
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
+from constrained.dialects.dsml import DeepSeekV32
 from constrained.dialects.gemma import Gemma4, render_value
 from constrained.dialects.raw_values import raw_text
 from constrained.dialects.representable import unrepresentable
@@ -63,7 +64,20 @@ from constrained.tools import load_tools
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
-SEPARATORS = {name: dialect.markup.separator for name, dialect in DIALECTS.items()}
+
+
+def turn(dialect: str, texts: list[str]) -> str:
+    """A turn's calls (each call's text) as ``dialect`` writes them."""
+    return DIALECTS[dialect].markup.calls_text(texts)
+
+
+def call_ends(text: str, texts: list[str]) -> list[int]:
+    """Where each of the calls ``texts`` ends in the turn ``text``."""
+    ends: list[int] = []
+    for call in texts:
+        ends.append(text.index(call, ends[-1] if ends else 0) + len(call))
+    return ends
+
 FULL = {"qwen3_coder", "gemma4"}
 STRIDE = 3
 
@@ -109,7 +123,7 @@ def test_bfcl_ground_truth_accepted(dialect):
         compiled = compile_tools(entry.functions, dialect, tokenizer)
         tools = {tool.name: tool for tool in compiled.tools}
         texts = [chosen_dialect.render_call(tools[name], arguments, "trained") for name, arguments in entry.calls]
-        text = SEPARATORS[dialect].join(texts)
+        text = turn(dialect, texts)
         result = compiled.check(text)
         if not result.accepted:
             offset = result.byte_offset or 0
@@ -138,8 +152,8 @@ def test_bfcl_prefixes_parse_without_completing_a_cut_call(dialect):
         tools = normalize_tools(entry.functions)
         by_name = {tool.name: tool for tool in tools}
         texts = [chosen_dialect.render_call(by_name[name], arguments, "trained") for name, arguments in entry.calls]
-        text = SEPARATORS[dialect].join(texts)
-        ends = [len(SEPARATORS[dialect].join(texts[: index + 1])) for index in range(len(texts))]
+        text = turn(dialect, texts)
+        ends = call_ends(text, texts)
         for cut in range(len(text) + 1):
             result = parse_tool_calls(text[:cut], tools, dialect)
             finished = sum(end <= cut for end in ends) + reads_cut_off_call(dialect, text[:cut])
@@ -165,6 +179,10 @@ MASKBENCH_COUNTS = {
     "glm47": {"accepted": 941, "raw text reads as a non-string": 1, **SAMPLE_COUNTS},
     "gemma4": {"accepted": 2827, "unrepresentable": 6, **FULL_COUNTS},
     "functiongemma": {"accepted": 939, "unrepresentable": 2, **SAMPLE_COUNTS},
+    # DSML's string attribute tells "12345" from 12345: nothing is ambiguous.
+    "deepseek_v32": {"accepted": 941, **SAMPLE_COUNTS},
+    "deepseek_v4": {"accepted": 941, **SAMPLE_COUNTS},
+    "deepseek_v41": {"accepted": 941, **SAMPLE_COUNTS},
 }
 
 
@@ -196,7 +214,7 @@ def test_maskbench_valid_instances_accepted(dialect):
         (tool,) = compiled.tools
         for data in instances:
             reason = unrepresentable(dialect, tool, data, tokenizer)
-            text = chosen_dialect.render_call(tool, data, "trained")
+            text = turn(dialect, [chosen_dialect.render_call(tool, data, "trained")])
             result = compiled.check(text)
             if reason is not None:
                 # The grammar must refuse what the dialect cannot write.
@@ -242,6 +260,8 @@ def value_text(dialect: str, value: Any) -> str:
         return render_value(value, chosen_dialect.string_delimiter)
     if dialect == "hermes":
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(chosen_dialect, DeepSeekV32):  # the string attribute's value, then the value
+        return f'{"true" if isinstance(value, str) else "false"}">{raw_text(value)}'
     return raw_text(value)
 
 
@@ -257,6 +277,11 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
         nl = "\n" if dialect == "glm45" else ""
         body = "".join(f"<arg_key>{key}</arg_key>{nl}<arg_value>{value}</arg_value>{nl}" for key, value in members)
         return f"<tool_call>{name}{nl}{body}</tool_call>"
+    dsml = get_dialect(dialect)
+    if isinstance(dsml, DeepSeekV32):
+        tags = dsml.tags
+        body = "".join(f'{tags.parameter_open(key)}{value}{tags.parameter_close}\n' for key, value in members)
+        return f'{dsml.markup.open}{name}">\n{body or chr(10)}{dsml.markup.close}'
     gemma = get_dialect(dialect)
     assert isinstance(gemma, Gemma4)
     body = ",".join(f"{key}:{value}" for key, value in members)
@@ -416,12 +441,12 @@ def test_mutations_rejected(dialect):
         # The members rebuild the renderer's text, which the grammar accepts;
         # so a rejection below is the mutation's doing.
         assert original == chosen_dialect.render_call(tool, case.arguments, "trained")
-        assert compiled.check(original).accepted, original
+        assert compiled.check(turn(dialect, [original])).accepted, original
         mutated = call_text(dialect, tool.name, case.mutate(dialect, members))
         if mutated == original:
             continue
         checked += 1
-        if compiled.check(mutated).accepted:
+        if compiled.check(turn(dialect, [mutated])).accepted:
             accepted.append(f"{case.name} ({tool.name}): {mutated!r}")
     assert accepted == [], "\n".join(accepted)
     delimited = dialect == "hermes" or isinstance(chosen_dialect, Gemma4)
@@ -451,7 +476,7 @@ def test_unrepresentable_is_refused(dialect, properties, arguments, reason):
     compiled = compile_tools([{"name": "f", "parameters": schema}], dialect, TOKENIZERS[dialect], strict=False)
     (tool,) = compiled.tools
     assert reason in (unrepresentable(dialect, tool, arguments, compiled.tokenizer) or "")
-    assert not compiled.check(get_dialect(dialect).render_call(tool, arguments, "trained")).accepted
+    assert not compiled.check(turn(dialect, [get_dialect(dialect).render_call(tool, arguments, "trained")])).accepted
 
 
 # -- lexing ------------------------------------------------------------------
@@ -484,5 +509,5 @@ LEXING_CASES = [
 @pytest.mark.parametrize("schema, arguments", LEXING_CASES)
 def test_alternatives_lexed_alike(dialect, schema, arguments):
     compiled = compile_tools([{"name": "f", "parameters": {"type": "object", **schema}}], dialect, TOKENIZERS[dialect], strict=False)
-    text = get_dialect(dialect).render_call(compiled.tools[0], arguments, "trained")
+    text = turn(dialect, [get_dialect(dialect).render_call(compiled.tools[0], arguments, "trained")])
     assert compiled.check(text).accepted, text

@@ -16,6 +16,7 @@ from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.dialects.base import Dialect
 from constrained.dialects.contract import APPENDED_RULES, grammar_rules, needed_rules
+from constrained.dialects.turn_rules import SECTION_RULES
 from constrained.errors import UnknownDialectError
 from constrained.grammar.lark import literal
 
@@ -36,6 +37,22 @@ def _tokens(body: str, kind: str) -> set[str]:
 
 def _lark(name: str) -> dict[str, str]:
     return grammar_rules(get_dialect(name).grammar())
+
+
+def _appended(dialect: Dialect) -> set[str]:
+    """The rules the compiler appends to ``dialect``'s grammar (besides ``g_*``)."""
+    own = {rule for rule, _ in dialect.markup.token_rules}
+    return APPENDED_RULES | own | (set(SECTION_RULES) if dialect.markup.section else set())
+
+
+def _spelled(text: str, dialect: Dialect) -> str:
+    """Lark for marker ``text`` as the dialect's ``.lark`` writes it: a named
+    token by its rule, the text around it as literals."""
+    names = {marker: rule for rule, marker in dialect.markup.token_rules}
+    if not any(marker in text for marker in names):
+        return text
+    parts = re.split("(" + "|".join(map(re.escape, names)) + ")", text)
+    return " ".join(names.get(part) or literal(part) for part in parts if part)
 
 
 def test_the_registry_holds_every_dialect_class_of_the_package():
@@ -77,7 +94,7 @@ def test_lark_defines_no_rule_the_compiler_appends(name):
 def test_lark_refers_only_to_its_own_rules_and_tool_body(name):
     rules = _lark(name)
     referred = set().union(*(_tokens(body, "name") for body in rules.values()))
-    assert referred <= set(rules) | {"tool_body"}
+    assert referred <= set(rules) | {"tool_body"} | {rule for rule, _ in get_dialect(name).markup.token_rules}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -92,7 +109,8 @@ def test_lark_special_tokens_are_the_dialects_markers(name):
 def test_the_call_runs_between_the_scanners_markers(name):
     dialect, rules = get_dialect(name), _lark(name)
     call = rules["call"]
-    assert call.startswith(dialect.markup.open + " ") and call.endswith(" " + dialect.markup.close)
+    opening, closing = _spelled(dialect.markup.open, dialect), _spelled(dialect.markup.close, dialect)
+    assert call.startswith(opening + " ") and call.endswith(" " + closing)
     if dialect.reasoning.tokens:
         opening, closing = dialect.reasoning.tokens
         label = f"{literal(dialect.reasoning.label)} " if dialect.reasoning.label else ""
@@ -117,4 +135,4 @@ def test_the_compiler_appends_to_the_lark_file(name):
     assert fixed == dialect.grammar()
     appended = set(grammar_rules(generated))
     assert APPENDED_RULES <= appended and not appended & set(_lark(name))
-    assert all(rule in APPENDED_RULES or rule.lower().startswith("g_") for rule in appended), sorted(appended)
+    assert all(rule in _appended(dialect) or rule.lower().startswith("g_") for rule in appended), sorted(appended)

@@ -9,7 +9,8 @@ import pytest
 from sample_tools import RAW_DIALECTS, WRITE_FILE
 
 from constrained import ToolCallStreamParser
-from constrained.dialects import DIALECTS
+from constrained.dialects import DIALECTS, get_dialect
+from constrained.dialects.dsml import DeepSeekV32
 from constrained.output.parse import parse_tool_calls
 from constrained.output.render import render_tool_calls
 
@@ -77,9 +78,14 @@ def test_raw_values_are_typed_by_the_schema(dialect):
         "tree": '{"name": "a", "children": [{"name": "b"}]}',
         "label": "10",
     }
+    chosen = get_dialect(dialect)
     if dialect == "qwen3_coder":
         body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in raw.items())
         text = f"<tool_call>\n<function=query>\n{body}</function>\n</tool_call>"
+    elif isinstance(chosen, DeepSeekV32):  # each value as written, the string attribute saying how to read it
+        tags = chosen.tags
+        body = "".join(f'{tags.parameter_open(k)}{str(k == "label").lower()}">{v}{tags.parameter_close}\n' for k, v in raw.items())
+        text = chosen.markup.calls_text([f'{chosen.markup.open}query">\n{body}{chosen.markup.close}'])
     else:
         nl = "\n" if dialect == "glm45" else ""
         body = "".join(f"<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>{nl}" for k, v in raw.items())

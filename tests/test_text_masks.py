@@ -88,16 +88,14 @@ class Pair:
 
 
 def compiled_for(dialect: str, tools, tok=None, **options):
-    tok = tok or ("qwen3" if dialect in RAW_DIALECTS else get_dialect(dialect).default_tokenizer)
+    tok = tok or get_dialect(dialect).default_tokenizer
     return compile_tools(tools, dialect, load_tokenizer(tok) if isinstance(tok, str) else tok,
                          tool_choice="required", reasoning=False, **options)
 
 
 def rendered_tokens(compiled, calls) -> list[int]:
     tok, dialect = compiled.tokenizer, get_dialect(compiled.dialect)
-    text = dialect.markup.separator.join(
-        render_tool_calls([{"name": n, "arguments": a}], compiled.tools, compiled.dialect) for n, a in calls
-    )
+    text = render_tool_calls([{"name": n, "arguments": a} for n, a in calls], compiled.tools, compiled.dialect)
     end = next(marker for marker in dialect.markup.ends_after_calls if Markers(tok).is_token(marker))
     return tok.encode(text) + [tok.token_id(end)]
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
     from .raw_values import RawTextSyntax
 
 
+_NAMED_TOKEN = re.compile(r"<[^<>\s]+>")
+"""A special token Lark writes as it is spelled (else by its id)."""
+
+
 class Markers:
     """How a marker is written in the grammar for one tokenizer: as its
     special token when the vocabulary has one, else as plain text."""
@@ -46,7 +51,20 @@ class Markers:
         return token is not None and self.tokenizer.is_special(token)
 
     def __call__(self, marker: str) -> str:
-        return marker if self.is_token(marker) else literal(marker)
+        """Lark for ``marker``: its special token (by id where Lark cannot
+        spell the token as it is), else the literal text."""
+        if not self.is_token(marker):
+            return literal(marker)
+        return marker if _NAMED_TOKEN.fullmatch(marker) else f"<[{self.tokenizer.token_id(marker)}]>"
+
+    def spelled(self, text: str, tokens: Iterable[str]) -> str:
+        """Lark for ``text`` that holds some of ``tokens`` (markers): each as
+        :meth:`__call__` writes it, the text around them as literals."""
+        found = [re.escape(token) for token in tokens if token in text]
+        if not found:
+            return literal(text)
+        parts = re.split(f"({'|'.join(found)})", text)
+        return " ".join(self(part) if index % 2 else literal(part) for index, part in enumerate(parts) if part)
 
 
 class Dialect(ABC):
@@ -241,9 +259,12 @@ class Dialect(ABC):
             return False
         return None
 
-    def scan(self, text: str, start: int = 0, fenced: bool = False) -> Iterator[Segment | CallSegment]:
+    def scan(
+        self, text: str, start: int = 0, fenced: bool = False, after_call: bool = False
+    ) -> Iterator[Segment | CallSegment]:
         """Model text as reasoning, plain text and call segments (from
-        ``start``, in the fence state ``fenced``: see :func:`.segments.scan`)."""
+        ``start``, in the fence state ``fenced``, right after a call when
+        ``after_call``: see :func:`.segments.scan`)."""
         return scan(
             text,
             call_open=self.markup.open,
@@ -253,6 +274,8 @@ class Dialect(ABC):
             cut_off_call=self.drift.reads_cut_off_call,
             start=start,
             fenced=fenced,
+            section=self.markup.section,
+            after_call=after_call,
         )
 
     @abstractmethod

@@ -13,9 +13,11 @@ import re
 from ..errors import DialectError
 from .base import Dialect
 from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
+from .turn_rules import SECTION_RULES
 
 APPENDED_RULES = frozenset({"start", "end_of_turn", "end_after_calls", "tool_body"})
-"""Rules the compiler appends to every grammar (besides the ``g_*`` ones)."""
+"""Rules the compiler appends to every grammar (besides the ``g_*`` ones,
+a calls section's and the token rules: :mod:`.turn_rules`)."""
 NAME = re.compile(r"[A-Za-z0-9_]+")
 """A dialect's name: also part of serving plug-ins' parser names."""
 
@@ -79,7 +81,8 @@ def _check_grammar(dialect: Dialect) -> None:
             f"dialect {dialect.name!r}: its grammar defines no rule {', '.join(missing)}, which the compiler "
             "refers to (grammars/README.md lists what each rule writes)"
         )
-    appended = sorted(rule for rule in rules if rule in APPENDED_RULES or rule.lower().startswith("g_"))
+    own = {rule for rule, _ in dialect.markup.token_rules} | (set(SECTION_RULES) if dialect.markup.section else set())
+    appended = sorted(rule for rule in rules if rule in APPENDED_RULES | own or rule.lower().startswith("g_"))
     if appended:
         raise DialectError(
             f"dialect {dialect.name!r}: its grammar defines {', '.join(appended)}, which the compiler appends; "

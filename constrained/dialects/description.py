@@ -20,6 +20,26 @@ KEY_ORDERS = ("schema", "alphabetical")
 
 
 @dataclass(frozen=True)
+class CallSection:
+    """Markers a turn's calls are written between, as a whole (DeepSeek's
+    ``<｜DSML｜function_calls>``): the grammar writes ``lead``, ``opening``
+    and ``inner`` before the first call and ``inner`` and ``closing`` after
+    the last; the parser reads them as markup, not content (``lead`` and
+    ``inner`` where they are there)."""
+
+    opening: str
+    closing: str
+    lead: str = ""
+    """Text the chat template writes before the opening (after any content)."""
+    inner: str = ""
+    """Text the chat template writes after the opening and before the closing."""
+
+    def around(self, calls: str) -> str:
+        """``calls`` (the calls' text) inside the section, as the template writes it."""
+        return f"{self.lead}{self.opening}{self.inner}{calls}{self.inner}{self.closing}"
+
+
+@dataclass(frozen=True)
 class CallMarkup:
     """How calls are marked in the output: what the grammar writes around
     each call and between calls, and what ends the turn."""
@@ -53,10 +73,27 @@ class CallMarkup:
     dialects); ``None``: arguments are one value, keys as the value syntax
     writes them."""
 
+    section: CallSection | None = None
+    """Markers around a turn's calls as a whole, or ``None``."""
+    token_rules: tuple[tuple[str, str], ...] = ()
+    """Special tokens the grammar names by a rule, as ``(rule, marker)``:
+    tokens not spelled ``<...>``, which Lark cannot write as they are
+    (DeepSeek's ``｜DSML｜``). The compiler appends each rule; a marker of
+    the call markup that holds one is text around it."""
+
     @property
     def required_tokens(self) -> tuple[str, ...]:
-        """Markers that must be single special tokens of the tokenizer."""
-        return (self.open, self.close, *self.other_tokens)
+        """Markers that must be single special tokens of the tokenizer: the
+        call's opening and closing unless they are text holding a named
+        token, and every other and named token."""
+        named = tuple(marker for _, marker in self.token_rules)
+        own = tuple(m for m in (self.open, self.close) if not any(token in m for token in named))
+        return (*own, *self.other_tokens, *named)
+
+    def calls_text(self, calls: list[str]) -> str:
+        """The text of a turn's calls (each call's text), as the template writes them."""
+        joined = self.separator.join(calls)
+        return joined if self.section is None else self.section.around(joined)
 
 
 @dataclass(frozen=True)

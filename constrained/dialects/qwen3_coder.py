@@ -293,13 +293,15 @@ class Qwen3Coder(RawValueDialect):
 
     # -- calls without <tool_call> ---------------------------------------------------
 
-    def scan(self, text: str, start: int = 0, fenced: bool = False) -> Iterator[Segment | CallSegment]:
+    def scan(
+        self, text: str, start: int = 0, fenced: bool = False, after_call: bool = False
+    ) -> Iterator[Segment | CallSegment]:
         """As :meth:`RawValueDialect.scan`, and a bare ``<function=NAME>``
         block in the text (its ``<tool_call>`` missing) is a call too: up to
         its ``</function>`` and a ``</tool_call>`` after it, if any. Code
         fences count in the text outside both kinds of call, as the plain
         scan counts them."""
-        segments = list(super().scan(text, start, fenced))
+        segments = list(super().scan(text, start, fenced, after_call))
         spans = [span for segment in segments if segment.kind == "text" for span in self._bare(text, segment)]
         if not spans:
             yield from segments
@@ -309,7 +311,7 @@ class Qwen3Coder(RawValueDialect):
         for span in spans:
             characters[span.start : span.end] = "x" * (span.end - span.start)
         blanked = "".join(characters)
-        for segment in super().scan(blanked, start, fenced):
+        for segment in super().scan(blanked, start, fenced, after_call):
             if segment.kind != "text":
                 yield segment
                 continue

@@ -199,6 +199,10 @@ class RawTextSyntax:
     as ``opening`` does (groups ``key`` and, first member only, ``tool``);
     the value is a number when the next byte begins one, and ends at the
     first byte that cannot continue it."""
+    open_repeats: bool = False
+    """Whether ``call_open`` also starts markup inside a call (DSML's
+    ``｜DSML｜`` starts every tag): it then opens tracking only outside a
+    call, and inside one it is markup (or ends a value) like text."""
     arguments_close: re.Pattern[bytes] | None = None
     """Matches, in full, the markup from the call's name or the end of its
     last value through the end of its arguments (Gemma: scalar members and

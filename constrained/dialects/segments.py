@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..caches import cached
+from .description import CallSection
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,8 @@ def scan(
     cut_off_call: bool = False,
     start: int = 0,
     fenced: bool = False,
+    section: CallSection | None = None,
+    after_call: bool = False,
 ) -> Iterator[Segment | CallSegment]:
     """Split ``text`` into reasoning (a leading block), plain text and calls
     between ``call_open`` and ``call_close``. A call marker inside a fenced
@@ -301,6 +304,12 @@ def scan(
     character before ``start`` is no space, tab or backtick; it must be in
     ``text``, as ``^`` of a fence line looks at it).
 
+    With a calls ``section``, its opening right before a call (with the
+    section's lead before it, when there, and any whitespace after it) and
+    its closing right after a call (with the section's inner text before
+    it, when there) are ``markup`` segments: neither content nor a call.
+    ``after_call``: a call ends at ``start`` (a scan resumed there).
+
     Reasoning (see :class:`ReasoningBlock`): a block at the start of the
     text (or the text itself, when the prompt opened the block) runs to its
     closing marker, else to the first call opening, else to the end of the
@@ -309,6 +318,10 @@ def scan(
     dialect says so, a complete block or a lone closing marker in plain
     text is reasoning too."""
     position = start
+    closing = _closing_markup(text, start, section, fenced) if after_call else None
+    if closing is not None:
+        yield closing
+        position = closing.end
     if reasoning is not None and start == 0:
         position = yield from _leading_reasoning(text, reasoning, call_open)
     while position < len(text):
@@ -326,7 +339,7 @@ def scan(
             yield Segment("text", text[position:], position, len(text), fenced)
             return
         if opening > position:
-            yield Segment("text", text[position:opening], position, opening, fenced)
+            yield from _before_call(text, position, opening, fenced, section)
             fenced ^= fences_in(text, position, opening) % 2 == 1
         close = text.find(call_close, opening + len(call_open))
         end = len(text) if close < 0 else close + len(call_close)
@@ -344,6 +357,38 @@ def scan(
             else:
                 yield CallSegment(markup, opening, end, name, tuple(pairs))
         position = end
+        closing = _closing_markup(text, position, section, fenced)
+        if closing is not None:
+            yield closing
+            position = closing.end
+
+
+def _before_call(text: str, start: int, call: int, fenced: bool, section: CallSection | None) -> Iterator[Segment]:
+    """The text from ``start`` to a call at ``call``: plain text, then, where
+    it ends with a calls section's opening, that markup (with the section's
+    lead before it when there, and any whitespace after it)."""
+    at = call
+    before = text[start:call].rstrip()
+    if section is not None and before.endswith(section.opening):
+        at = start + len(before) - len(section.opening)
+        lead = section.lead
+        if lead and at - len(lead) >= start and text.startswith(lead, at - len(lead)):
+            at -= len(lead)
+    if at > start:
+        yield Segment("text", text[start:at], start, at, fenced)
+    if at < call:
+        yield Segment("markup", text[at:call], at, call, fenced)
+
+
+def _closing_markup(text: str, at: int, section: CallSection | None, fenced: bool) -> Segment | None:
+    """A calls section's closing right after a call that ends at ``at``
+    (with the section's inner text before it when there), or ``None``."""
+    if section is None or fenced:
+        return None
+    for markup in (section.inner + section.closing, section.closing):
+        if text.startswith(markup, at):
+            return Segment("markup", markup, at, at + len(markup))
+    return None
 
 
 def _leading_reasoning(text: str, block: ReasoningBlock, call_open: str) -> Generator[Segment, None, int]:

@@ -129,6 +129,8 @@ def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseRe
             reasoning.append(segment.text)
         elif segment.kind == "text":
             content.append(segment.text)
+        elif segment.kind == "markup":
+            continue  # a calls section's opening or closing
         else:
             assert isinstance(segment, CallSegment)
             try:

@@ -38,7 +38,7 @@ def render_tool_calls(
         if name not in by_name:
             raise ToolDefinitionError(f"call of {name!r}, which is not among the tools ({', '.join(by_name)})")
         texts.append(chosen.render_call(by_name[name], arguments, key_order))
-    return chosen.markup.separator.join(texts)
+    return chosen.markup.calls_text(texts)
 
 
 def _name_and_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

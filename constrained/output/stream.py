@@ -90,7 +90,7 @@ from ..dialects.segments import CallSegment, Malformed, Segment, fences_in, held
 from ..errors import StreamClosedError
 from ..options import Reasoning
 from .parse import CallIds, CallRejected, ParseResult, openai_call, read_output, reader, usable_tools
-from .stream_reading import OpenCall, arguments_prefix, call_openings, reasoning_markers
+from .stream_reading import OpenCall, arguments_prefix, call_openings, reasoning_markers, section_markers
 
 Delta = dict[str, Any]
 
@@ -154,7 +154,7 @@ class ToolCallStreamParser:
         self._text = _Text()
         self._reader = copy.copy(self.dialect.for_tools(self.tools))
         self._call_openings = call_openings(self._reader.reading(True), self.tools)
-        self._openings = self._call_openings + reasoning_markers(self._reader)
+        self._openings = self._call_openings + reasoning_markers(self._reader) + section_markers(self._reader)
         # A segment the scan reads again (a call not settled yet) has its body parsed once.
         self._bodies = _ReadBodies(self._reader.parse_body)
         self._reader.parse_body = self._bodies  # type: ignore[method-assign]
@@ -162,6 +162,7 @@ class ToolCallStreamParser:
         self._position = 0  # text before this offset is settled and sent (or part of the open call)
         self._base = 0  # the scan goes on from here (see _rebase) ...
         self._fenced = False  # ... inside a fenced code block or not
+        self._after_call = False  # ... right after a call or not
         self._work = ""  # the text from _work_at, for one advance
         self._work_at = 0
         self._reasoning = self.dialect.reasoning_block()
@@ -203,7 +204,7 @@ class ToolCallStreamParser:
         context = 1 if self._base > 0 else 0  # the character before, for a fence line's start
         self._work_at = self._base - context
         self._work = self._text.read(self._work_at)
-        segments = [_moved(s, self._work_at) for s in self._reader.scan(self._work, context, self._fenced)]
+        segments = [_moved(s, self._work_at) for s in self._reader.scan(self._work, context, self._fenced, self._after_call)]
         self._bodies.forget_unused()
         if not final and self._reasoning_may_form(segments):
             return deltas
@@ -237,6 +238,7 @@ class ToolCallStreamParser:
         whole text."""
         pending = next((s for s in segments if s.end > self._position), None)
         if pending is not None and pending.kind != "text":
+            self._after_call = pending.kind == "markup"  # a section's closing, read only after its call
             self._base, self._fenced = pending.start, pending.fenced
             if self._open is not None and self._open.start != pending.start:
                 self._open = None
@@ -253,6 +255,11 @@ class ToolCallStreamParser:
         while base > text.start and self._work[base - 1 - self._work_at] in " \t`":
             base -= 1
         inside = fences_in(self._work, text.start - self._work_at, base - self._work_at) % 2 == 1
+        # Text right after a call may yet turn into a calls section's closing
+        # (a scan that starts there was told so already).
+        after_call = self._after_call and base == self._base
+        self._after_call = base == text.start and (after_call or any(
+            isinstance(s, CallSegment) and s.end == base for s in segments))
         self._base, self._fenced = base, text.fenced ^ inside
 
     def _waits(self, before: int) -> bool:
@@ -298,7 +305,9 @@ class ToolCallStreamParser:
         start, end = segment.start - self._work_at, segment.end - self._work_at
         for size in range(len(closing)):
             if self._work.endswith(closing[:size]):
-                probe = self._reader.scan(self._work + closing[size:], self._base - self._work_at, self._fenced)
+                probe = self._reader.scan(
+                    self._work + closing[size:], self._base - self._work_at, self._fenced, self._after_call
+                )
                 if any(s.start == start and s.end > end for s in probe):
                     return True
         return False

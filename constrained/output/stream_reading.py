@@ -144,6 +144,16 @@ def reasoning_markers(reader: Dialect) -> tuple[str, ...]:
     return ((block.opening,) if block.interleaved else ()) + ((block.closing,) if block.lone_closing else ())
 
 
+def section_markers(reader: Dialect) -> tuple[str, ...]:
+    """The texts a calls section's markup may start with, where the dialect
+    writes one: text ending in the start of one waits, as it may turn into
+    markup (the scan reads the lead and inner text only where they are)."""
+    section = reader.markup.section
+    if section is None:
+        return ()
+    return (section.lead + section.opening, section.opening, section.inner + section.closing, section.closing)
+
+
 def call_openings(reader: Dialect, tools: Mapping[str, NormalizedTool]) -> tuple[str, ...]:
     """The texts at which the scan may start reading a call: the dialect's
     call opening, and where it reads a call whose opening is missing (drift:

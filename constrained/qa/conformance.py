@@ -168,7 +168,7 @@ def judge_call(compiled: CompiledTools, name: str, arguments: Any, valid: bool) 
         reason = unrepresentable(compiled.dialect, tool, arguments, compiled.tokenizer)
         if reason is not None:
             return Verdict(Outcome.UNREPRESENTABLE, valid, relaxed, reason)
-    text = dialect.render_call(tool, arguments, compiled.key_order)
+    text = dialect.markup.calls_text([dialect.render_call(tool, arguments, compiled.key_order)])
     unwritable = _unencodable(text, compiled.tokenizer)
     if unwritable is not None:
         return Verdict(Outcome.UNREPRESENTABLE, valid, relaxed, unwritable, text)
@@ -189,7 +189,7 @@ def judge_call(compiled: CompiledTools, name: str, arguments: Any, valid: bool) 
     back = json.loads(parsed.tool_calls[0]["function"]["arguments"])
     if not same_value(back, arguments):
         shown = json.dumps(back, ensure_ascii=False)[:200]
-        if dialect.render_call(tool, back, compiled.key_order) == text:
+        if dialect.markup.calls_text([dialect.render_call(tool, back, compiled.key_order)]) == text:
             return Verdict(Outcome.READS_AS_ANOTHER_VALUE, valid, relaxed, f"the text reads as {shown}", text)
         return Verdict(Outcome.READ_BACK_DIFFERS, valid, relaxed, f"read back as {shown}", text)
     if valid:

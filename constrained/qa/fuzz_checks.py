@@ -30,7 +30,9 @@ def output_problems(
     names = [call["function"]["name"] for call in parsed.tool_calls]
     dialect = get_dialect(compiled.dialect).reading(compiled.reasoning)
     call_open = compiled.tokenizer.token_id(dialect.markup.open)
-    opened = sum(token == call_open for token in tokens)
+    # An opening that is text around a named token (DSML) is counted in the
+    # text: no value may hold the token's text.
+    opened = sum(token == call_open for token in tokens) if call_open is not None else text.count(dialect.markup.open)
     unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.markup.open) for segment in dialect.scan(text))
     if opened + unmarked != len(names) + len(parsed.errors):
         problems.append(

@@ -136,6 +136,7 @@ class FrameTracker:
         self.masks = masks
         self._table = tok.token_table[0]
         self._open_id = tok.token_id(syntax.call_open)
+        self._open_repeats = syntax.open_repeats
         self._close_call_id = tok.token_id(syntax.call_close)
         self._value_kind = value_kind
         self._guards_of = guards
@@ -304,7 +305,7 @@ class FrameTracker:
 
     def feed(self, token: int) -> None:
         """Advance past ``token``, which the grammar accepted."""
-        if token == self._open_id:
+        if token == self._open_id and (self._state == _OUTSIDE or not self._open_repeats):
             self._state, self._tool, self._markup = _MARKUP, None, b""
             self._number_steps = self._number = self._member = self._closed_member = self._walk = self._pending = None
             return
@@ -454,8 +455,10 @@ class FrameTracker:
             opened = number = None
             match = self.syntax.opening.fullmatch(markup)
             if match is not None:
-                state = 0
-                for byte in markup if self.masks.close else b"":
+                # How much of the closing the markup ends with: its last bytes
+                # tell (the markup may hold whole closings, DSML's).
+                state, close = 0, self.masks.close
+                for byte in markup[max(0, len(markup) - len(close) + 1) :] if close else b"":
                     state = self.masks.transitions[state][byte]
                 opened = (_decoded(match.group("tool")), match.group("key").decode("utf-8", "replace"), state)
             match = self.syntax.number_opening.fullmatch(markup) if self.syntax.number_opening else None

@@ -47,7 +47,8 @@ class TextFrameMasks:
     closing not completed). ``completing[j]``: tokens that complete the
     closing with their last byte. ``crossing[j]``: tokens that complete it
     earlier, so their tail must suit what follows the value (checked per
-    step). A special-token closing has one state and completes by its id.
+    step). A special-token closing has one state and completes by its id;
+    a closing that ends in a special token's text completes by that token.
     ``written[j]``: the row a step from state ``j`` starts from (``inside[j]``,
     plus the closing token when it is a special token, always allowed), one
     array per state so a row known to hold it is not written again.
@@ -128,9 +129,12 @@ class TextFrameMasks:
         allowed = np.repeat(text_ok[None, :], states, axis=0)
         completing: list[list[int]] = [[] for _ in range(states)]
         crossing: list[list[int]] = [[] for _ in range(states)]
+        # A special token whose text ends the closing completes it too (DSML's
+        # "</｜DSML｜": text, then the token; the text never spells the token).
+        ending = {token for token in special if table[token] and len(table[token]) < states and pattern.endswith(table[token])}
         for token, data in enumerate(table):
             # Only a token holding the closing's last byte can complete it.
-            if not text_ok[token] or last not in data:
+            if not (text_ok[token] or token in ending) or last not in data:
                 continue
             for start in range(states):
                 end = _completes_at(transitions, start, data, states)

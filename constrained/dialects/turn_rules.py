@@ -1,0 +1,129 @@
+"""The rules the compiler appends to a dialect's grammar for one request:
+the start rule for its ``tool_choice``, the end-of-turn rules, a calls
+section's rules and the rules that name special tokens. All of them are
+made from the dialect's :class:`~.description.CallMarkup`, so the markers
+are spelled once, in the description."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..errors import CompileError, OptionError
+from ..grammar.lark import regex
+from ..options import CompileOptions
+from .base import Dialect, Markers
+from .description import CallSection
+
+SECTION_RULES = ("section_open", "text_section_open", "section_close", "TEXT_TO_SECTION")
+"""The rules of a calls section (see :func:`section_rules`)."""
+
+
+def turn_rules(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> list[str]:
+    """The start rule, the end-of-turn rules, the token rules and, where the
+    dialect writes its calls in a section, the section's rules."""
+    markup = dialect.markup
+    rules = [
+        start_rule(dialect, markers, options, has_tools),
+        f"end_of_turn: {_present(markup.turn_ends, markers)}",
+        f"end_after_calls: {_present(markup.ends_after_calls, markers)}",
+        *(f"{rule}: {markers(marker)}" for rule, marker in markup.token_rules),
+    ]
+    if markup.section is not None:
+        rules += section_rules(markup.section, markers, [marker for _, marker in markup.token_rules])
+    return rules
+
+
+def section_rules(section: CallSection, markers: Markers, named: Sequence[str]) -> list[str]:
+    """``section_open`` (the lead, the opening and the inner text),
+    ``text_section_open`` (free text, then the opening: under ``auto``) and
+    ``section_close``. Where the opening starts with text before its first
+    token (DSML's ``<``), free text and that text are one lexeme, which may
+    end only right before the token: llguidance's lexer does not backtrack,
+    so text as a lexeme of its own would take the ``<`` in. That text never
+    spells one of the named tokens (the parser reads text)."""
+    tokens = [m for m in (*named, section.opening) if markers.is_token(m)]
+
+    def spelled(*texts: str) -> str:
+        # Each text its own lexemes: the lead and inner text are where a
+        # call's separator or body ends, so the lexer splits them alike.
+        return " ".join(markers.spelled(text, tokens) for text in texts if text)
+
+    opening = spelled(section.opening, section.inner)
+    first = min((section.opening.find(token) for token in tokens if token in section.opening), default=-1)
+    if first == 0:
+        text_open = f"text_section_open: text? {opening}"
+    else:
+        head, rest = (section.opening, "") if first < 0 else (section.opening[:first], section.opening[first:])
+        lexeme = regex(f"(?s:.*){re.escape(head)}")
+        if named:
+            lexeme += " & ~" + regex(f"(?s:.*)({'|'.join(map(re.escape, named))})(?s:.*)")
+        text_open = f"text_section_open: TEXT_TO_SECTION {spelled(rest, section.inner)}".rstrip()
+        text_open += f"\nTEXT_TO_SECTION: {lexeme}"
+    return [
+        f"section_open: {spelled(section.lead, section.opening, section.inner)}",
+        text_open,
+        f"section_close: {spelled(section.inner, section.closing)}",
+    ]
+
+
+def start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> str:
+    """``start``: reasoning where allowed, then text, calls or both as
+    ``tool_choice`` allows, then the end of the turn."""
+    tool_choice = options.tool_choice
+    has_block = bool(dialect.reasoning.tokens) and all(map(markers.is_token, dialect.reasoning.tokens))
+    if options.reasoning == "open" and not has_block:
+        raise OptionError(
+            f'reasoning="open": dialect {dialect.name!r} has no reasoning block with tokenizer '
+            f"{markers.tokenizer.name!r} (its markers {', '.join(dialect.reasoning.tokens) or 'none'} "
+            "must be single special tokens)",
+            argument="reasoning",
+        )
+    # An open block is the prompt's: the output must close it first (calls come after reasoning).
+    reasoning = "reasoning_rest " if options.reasoning == "open" else "reasoning? " if options.reasoning and has_block else ""
+    markup = dialect.markup
+    # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
+    first, later = markup.text_calls if tool_choice == "auto" and markup.text_calls else (None, "call")
+
+    def calls(first_call: str) -> str:
+        if not options.parallel_tool_calls:
+            return first_call
+        if markup.separator:
+            return f"{first_call} (call_separator {later})*"
+        return f"{later}+" if first_call == later else f"{first_call} {later}*"
+
+    if tool_choice == "none" or not has_tools:
+        return f"start: {reasoning}text? end_of_turn"
+    if markup.section is not None:
+        section = f"{calls('call')} section_close end_after_calls"
+        if tool_choice == "auto":
+            return f"start: {reasoning}text? end_of_turn | {reasoning}text_section_open {section}"
+        return f"start: {reasoning}section_open {section}"
+    if tool_choice == "auto":
+        start = f"start: {reasoning}text? end_of_turn | {reasoning}text? {calls('call')} end_after_calls"
+        return start + (f" | {reasoning}{calls(first)} end_after_calls" if first else "")
+    return f"start: {reasoning}{calls('call')} end_after_calls"
+
+
+def check_markers(dialect: Dialect, markers: Markers) -> None:
+    """Raise :class:`CompileError` where the tokenizer lacks a marker the
+    dialect needs as a single special token."""
+    tok = markers.tokenizer
+    missing = [m for m in dialect.markup.required_tokens if not markers.is_token(m)]
+    if missing:
+        raise CompileError(
+            f"dialect {dialect.name!r} needs {', '.join(missing)} as single special tokens, "
+            f"but tokenizer {tok.name!r} does not have them"
+        )
+    for ends in (dialect.markup.turn_ends, dialect.markup.ends_after_calls):
+        if not any(markers.is_token(m) for m in ends):
+            raise CompileError(
+                f"dialect {dialect.name!r} ends a turn with one of {', '.join(ends)}, "
+                f"but tokenizer {tok.name!r} has none of them as a single special token"
+            )
+
+
+def _present(ends: Sequence[str], markers: Markers) -> str:
+    return " | ".join(markers(m) for m in ends if markers.is_token(m))
+
+
