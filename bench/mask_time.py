@@ -106,10 +106,11 @@ FIRST, REPEATED = "constrained, first call", "constrained, repeated call"
 OTHER_VALUES = "constrained, other values"
 NEVER_SEEN = "constrained, call never seen"
 XGRAMMAR = "XGrammar 0.2.9"
-TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4"}
-XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "glm47": "glm_4_7", "hermes": "qwen_3", "gemma4": "gemma_4"}
-END = {"qwen3_coder": "<|im_end|>", "glm47": "<|endoftext|>", "hermes": "<|im_end|>", "gemma4": "<|tool_response>"}
-SEPARATOR = {"qwen3_coder": "\n", "glm47": "", "hermes": "\n", "gemma4": ""}
+TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4", "deepseek_v4": "deepseek_v4"}
+XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "glm47": "glm_4_7", "hermes": "qwen_3", "gemma4": "gemma_4",
+                "deepseek_v4": "deepseek_v4"}
+END = {"qwen3_coder": "<|im_end|>", "glm47": "<|endoftext|>", "hermes": "<|im_end|>", "gemma4": "<|tool_response>",
+       "deepseek_v4": "<｜end▁of▁sentence｜>"}
 
 
 @dataclass
@@ -157,19 +158,19 @@ class Workload:
 
 def workloads(bfcl_stride: int) -> list[Workload]:
     loads = []
-    for dialect in ("qwen3_coder", "glm47", "gemma4"):
+    for dialect in ("qwen3_coder", "glm47", "gemma4", "deepseek_v4"):
         loads.append(Workload(dialect, "write_file", [Case([WRITE], [("write_file", {"path": "src/t.py", "content": PYTHON})])],
                               rounds=CODING_ROUNDS))
         loads.append(Workload(dialect, "edit", [Case([EDIT], [("edit", {"path": "src/t.py", "old_string": OLD, "new_string": NEW})])],
                               rounds=CODING_ROUNDS))
     bfcl = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[::bfcl_stride]]
     mcp = mcp_cases()
-    for dialect in ("qwen3_coder", "gemma4", "hermes"):
+    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4"):
         loads.append(Workload(dialect, f"BFCL (every {bfcl_stride}th entry)", bfcl))
         loads.append(Workload(dialect, "MCP corpus", mcp))
         loads.append(Workload(dialect, f"BFCL, other values (every {bfcl_stride}th entry)", bfcl, other_values=True))
     unseen = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[1::bfcl_stride]]
-    for dialect in ("qwen3_coder", "gemma4", "hermes"):
+    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4"):
         loads.append(Workload(dialect, f"BFCL calls never seen (every {bfcl_stride}th from the 2nd)", unseen,
                               never_seen=True))
     return loads
@@ -249,7 +250,7 @@ def xgrammar_matcher(grammar: Any, tok: Tokenizer) -> Stepper:
     return (lambda: matcher.fill_next_token_bitmask(bitmask, 0)), matcher.accept_token
 
 
-def plain_grammar(dialect: str, spec: dict[str, Any]) -> str:
+def plain_grammar(dialect: str, spec: dict[str, Any], tok: Tokenizer) -> str:
     """The straightforward baseline grammar for one call of ``spec`` (coding
     workloads: every parameter a required string, in schema order)."""
     fn = spec["function"]
@@ -259,6 +260,13 @@ def plain_grammar(dialect: str, spec: dict[str, Any]) -> str:
         return (
             f'start: <tool_call> "\\n<function={fn["name"]}>\\n" {body} "</function>\\n" </tool_call> <|im_end|>\n'
             'raw[lazy]: /(.|\\n)*\\n<\\/parameter>\\n/\n'
+        )
+    if dialect == "deepseek_v4":  # raw text up to the "</" before the closing tag's token
+        dsml = f"<[{tok.token_id('｜DSML｜')}]>"
+        body = ' "\\n" '.join(f'"<" {dsml} "parameter name=\\"{p}\\" string=\\"true\\">" RAW {dsml} "parameter>"' for p in params)
+        return (
+            f'start: "\\n\\n<" {dsml} "tool_calls>\\n<" {dsml} "invoke name=\\"{fn["name"]}\\">\\n" {body} '
+            f'"\\n</" {dsml} "invoke>\\n</" {dsml} "tool_calls>" <｜end▁of▁sentence｜>\nRAW: /(?s:.*)<\\//\n'
         )
     if dialect == "glm47":
         body = " ".join(f'"<arg_key>{p}</arg_key><arg_value>" raw' for p in params)
@@ -292,12 +300,12 @@ def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int]
     try:
         compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=False,
                                  key_order="schema")
-        texts = [render_tool_calls([{"name": n, "arguments": a}], compiled.tools, load.dialect, key_order="schema")
-                 for n, a in case.calls]
+        text = render_tool_calls([{"name": n, "arguments": a} for n, a in case.calls], compiled.tools, load.dialect,
+                                 key_order="schema")
     except Exception:  # ground truth that is no valid call of its tools (see tests/test_dialect_corpus.py)
         load.refused["no valid call"] = load.refused.get("no valid call", 0) + 1
         return None
-    tokens = tok.encode(SEPARATOR[load.dialect].join(texts)) + [tok.token_id(END[load.dialect])]
+    tokens = tok.encode(text) + [tok.token_id(END[load.dialect])]
     return compiled, tokens, [{"type": "function", "function": openai_function(t)} for t in compiled.tools]
 
 
@@ -372,10 +380,9 @@ def other_values(load: Workload, case: Case, compiled: Any, tok: Tokenizer, toke
     for numbers, strings in ((True, True), (True, False), (False, True)):
         calls = [{"name": name, "arguments": moved(arguments, numbers, strings)} for name, arguments in case.calls]
         try:
-            texts = [render_tool_calls([call], compiled.tools, load.dialect, key_order="schema") for call in calls]
+            text = render_tool_calls(calls, compiled.tools, load.dialect, key_order="schema")
         except Exception:  # moved values the dialect cannot write
             continue
-        text = SEPARATOR[load.dialect].join(texts)
         other = tok.encode(text) + [tok.token_id(END[load.dialect])]
         if other != tokens and compiled.check(text).accepted:
             return other
@@ -428,7 +435,7 @@ def run_round(load: Workload, case: Case, compiled: Any, tokens: list[int], spec
         "llguidance (our grammar)": lambda: llguidance_engine(compiled.grammar, tok),
     }
     if load.name in ("write_file", "edit"):
-        engines["llguidance (plain)"] = lambda: llguidance_engine(plain_grammar(load.dialect, case.tools[0]), tok)
+        engines["llguidance (plain)"] = lambda: llguidance_engine(plain_grammar(load.dialect, case.tools[0], tok), tok)
     engines[XGRAMMAR] = lambda: xgrammar_engine(load.dialect, specs, tok)
     results, hits, feeds = {}, {}, {}
     for engine, make in engines.items():

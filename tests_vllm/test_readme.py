@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from constrained.dialects import DIALECTS
 from constrained.vllm import PARSER_NAMES
 from constrained.vllm.launch import OFFLINE_ENVIRONMENT, plugin_flags, server_command
 
@@ -31,7 +32,8 @@ def test_the_documented_server_command_is_the_launchers() -> None:
 
 
 def test_every_dialect_has_a_parser() -> None:
-    assert PARSER_NAMES == tuple(f"constrained_{d}" for d in ("functiongemma", "gemma4", "glm45", "glm47", "hermes", "qwen3_coder"))
+    assert PARSER_NAMES == tuple(f"constrained_{d}" for d in sorted(DIALECTS))
+    assert "constrained_deepseek_v4" in PARSER_NAMES
 
 
 def test_a_launched_vllm_server_caches_under_the_cache_root(tmp_path: Path, monkeypatch) -> None:

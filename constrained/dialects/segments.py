@@ -305,9 +305,10 @@ def scan(
     ``text``, as ``^`` of a fence line looks at it).
 
     With a calls ``section``, its opening right before a call (with the
-    section's lead before it, when there, and any whitespace after it) and
-    its closing right after a call (with the section's inner text before
-    it, when there) are ``markup`` segments: neither content nor a call.
+    section's lead before it, when there, and any whitespace after it) is a
+    ``section_opening`` segment and its closing right after a call (with
+    the section's inner text before it, when there) a ``section_closing``:
+    markup of the call beside them, which leaves the content with that call.
     ``after_call``: a call ends at ``start`` (a scan resumed there).
 
     Reasoning (see :class:`ReasoningBlock`): a block at the start of the
@@ -377,7 +378,7 @@ def _before_call(text: str, start: int, call: int, fenced: bool, section: CallSe
     if at > start:
         yield Segment("text", text[start:at], start, at, fenced)
     if at < call:
-        yield Segment("markup", text[at:call], at, call, fenced)
+        yield Segment("section_opening", text[at:call], at, call, fenced)
 
 
 def _closing_markup(text: str, at: int, section: CallSection | None, fenced: bool) -> Segment | None:
@@ -387,7 +388,7 @@ def _closing_markup(text: str, at: int, section: CallSection | None, fenced: boo
         return None
     for markup in (section.inner + section.closing, section.closing):
         if text.startswith(markup, at):
-            return Segment("markup", markup, at, at + len(markup))
+            return Segment("section_closing", markup, at, at + len(markup))
     return None
 
 

@@ -124,21 +124,27 @@ def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseRe
     calls: list[dict[str, Any]] = []
     errors: list[RejectedCall] = []
     reading = chosen.for_tools(by_name)
+    opening, accepted = "", False  # a calls section's opening before the next call; the last call's fate
     for segment in reading.scan(text):
         if segment.kind == "reasoning":
             reasoning.append(segment.text)
         elif segment.kind == "text":
             content.append(segment.text)
-        elif segment.kind == "markup":
-            continue  # a calls section's opening or closing
+        elif segment.kind == "section_opening":
+            opening = segment.text  # leaves the content with its call
+        elif segment.kind == "section_closing":
+            content.append("" if accepted else segment.text)
         else:
             assert isinstance(segment, CallSegment)
             try:
                 calls.append(openai_call(segment, by_name, chosen.drift.python_literals, ids, left_out))
+                accepted = True
             except CallRejected as exc:
-                content.append(segment.text)
+                accepted = False
+                content.append(opening + segment.text)
                 span = _byte_span(text, segment.start, segment.end)
                 errors.append(RejectedCall(str(exc), _called(reading, segment), span, exc.pointer, exc.keyword))
+            opening = ""
     return ParseResult("".join(content), calls, errors, "".join(reasoning) if reasoning else None)
 
 

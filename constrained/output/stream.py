@@ -163,6 +163,7 @@ class ToolCallStreamParser:
         self._base = 0  # the scan goes on from here (see _rebase) ...
         self._fenced = False  # ... inside a fenced code block or not
         self._after_call = False  # ... right after a call or not
+        self._rejected = False  # whether the last call settled was rejected (then its section's closing is content)
         self._work = ""  # the text from _work_at, for one advance
         self._work_at = 0
         self._reasoning = self.dialect.reasoning_block()
@@ -220,6 +221,10 @@ class ToolCallStreamParser:
                 self._call_segment(deltas, segment, settled)
             elif segment.kind == "text":
                 self._content(deltas, segment.end if settled else self._hold(segment))
+            elif segment.kind == "section_opening":
+                continue  # it leaves the content with its call: sent with the call if that is rejected
+            elif segment.kind == "section_closing" and settled and self._rejected:
+                self._content(deltas, segment.end)
             if settled:
                 self._position = segment.end
         if self._call is not None and not self._call.seen:
@@ -238,8 +243,11 @@ class ToolCallStreamParser:
         whole text."""
         pending = next((s for s in segments if s.end > self._position), None)
         if pending is not None and pending.kind != "text":
-            self._after_call = pending.kind == "markup"  # a section's closing, read only after its call
+            self._after_call = pending.kind == "section_closing"  # read only right after its call
             self._base, self._fenced = pending.start, pending.fenced
+            if pending.kind == "section_opening":  # the scan starts there, with the call after it
+                after = segments.index(pending) + 1
+                pending = segments[after] if after < len(segments) else pending
             if self._open is not None and self._open.start != pending.start:
                 self._open = None
             ends = self.dialect.drift.bare_call_ends
@@ -350,10 +358,11 @@ class ToolCallStreamParser:
             if streamed is not None:
                 self._reject(deltas, str(exc))
             self._content(deltas, segment.end)
+            self._rejected = True
             return
         call = streamed or self._start(deltas, segment.start, accepted["function"]["name"])
         self._send(deltas, call, accepted["function"]["arguments"])
-        self._call = None
+        self._call, self._rejected = None, False
 
     def _feed_open_call(self, before: int) -> list[Delta] | None:
         """The deltas of a feed that only adds to the open call, which the

@@ -159,13 +159,13 @@ class ToolCallLogitsProcessor(V2LogitsProcessor, V1LogitsProcessor):
 
 
 def _served_dialects(tok: Tokenizer) -> list[str]:
-    """The dialects whose call opening is one of the tokenizer's special
-    tokens: those its model writes (the tool parser is chosen in the front
-    end, which the engine does not see)."""
+    """The dialects whose call markers are all special tokens of the
+    tokenizer: those its model writes (the tool parser is chosen in the
+    front end, which the engine does not see)."""
     served = []
     for name, dialect in DIALECTS.items():
-        token = tok.token_id(dialect.markup.open)
-        if token is not None and tok.is_special(token):
+        tokens = [tok.token_id(marker) for marker in dialect.markup.required_tokens]
+        if all(token is not None and tok.is_special(token) for token in tokens):
             served.append(name)
     return served
 
