@@ -447,7 +447,8 @@ UNWRITABLE = {
     "glm47": {"</arg_value>", "</tool_call>"},
     "gemma4": {'<|"|>'},
     "functiongemma": {"<escape>"},
-    **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), {"</｜DSML｜parameter>"}),
+    # DeepSeek's vocabulary has ｜DSML｜ as a token: in JSON too, a value cannot spell it.
+    **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"), {"</｜DSML｜parameter>"}),
 }
 NUMBERS = [i * 1.5 for i in range(10_000)]
 
@@ -710,6 +711,8 @@ NAMES = [
 _QWEN_MARKUP = {">", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _GLM_MARKUP = {"<", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _DSML_MARKUP = {"\n", '"', '<|"|>'}  # names and keys sit in double quotes
+# A name before <｜tool▁sep｜> holds no whitespace nor markup; keys are JSON.
+_DEEPSEEK_NAMES = {">", "<", "\n", "</parameter>", '<|"|>', "</arg_key>", "two words", " padded ", "<tool_call>"}
 _GEMMA_KEYS = {"<", "</parameter>", "{", "}", ",", '<|"|>', "</arg_key>", "[", "", "<tool_call>"}
 # Per dialect: tool names and argument keys it refuses (besides the lone
 # surrogate, refused everywhere); "<tool_call>" is a special token of qwen3.
@@ -721,6 +724,7 @@ REFUSED = {
     "gemma4": ({"{", '<|"|>'}, _GEMMA_KEYS),
     "functiongemma": ({"{"}, _GEMMA_KEYS),
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), (_DSML_MARKUP, _DSML_MARKUP | {""})),
+    **dict.fromkeys(("deepseek_v31", "deepseek_r1"), (_DEEPSEEK_NAMES, set())),
 }
 
 
@@ -785,6 +789,7 @@ WRONG_TOKENIZER = {
     "gemma4": ("qwen3", ["<|tool_call>", "<tool_call|>", '<|"|>']),
     "functiongemma": ("qwen3", ["<start_function_call>", "<end_function_call>", "<escape>"]),
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), ("qwen3", ["｜DSML｜"])),
+    **dict.fromkeys(("deepseek_v31", "deepseek_r1"), ("qwen3", ["<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"])),
 }
 
 

@@ -141,6 +141,9 @@ WRITE_CALL.update(dsml(
     '<｜DSML｜parameter name="content" string="true">line 1\nline 2</｜DSML｜parameter>\n'
     '<｜DSML｜parameter name="overwrite" string="false">true</｜DSML｜parameter>\n</｜DSML｜invoke>'
 ))
+WRITE_ARGUMENTS = '{"path": "notes/out.txt", "content": "line 1\\nline 2", "overwrite": true}'
+WRITE_CALL["deepseek_v31"] = f"<｜tool▁call▁begin｜>write_file<｜tool▁sep｜>{WRITE_ARGUMENTS}<｜tool▁call▁end｜>"
+WRITE_CALL["deepseek_r1"] = f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>write_file\n```json\n{WRITE_ARGUMENTS}\n```<｜tool▁call▁end｜>"
 # get_time(tz="UTC"), by hand.
 TIME_CALL = {
     "qwen3_coder": "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>",
@@ -150,10 +153,13 @@ TIME_CALL = {
     "gemma4": '<|tool_call>call:get_time{tz:<|"|>UTC<|"|>}<tool_call|>',
     "functiongemma": "<start_function_call>call:get_time{tz:<escape>UTC<escape>}<end_function_call>",
     **dsml('<｜DSML｜invoke name="get_time">\n<｜DSML｜parameter name="tz" string="true">UTC</｜DSML｜parameter>\n</｜DSML｜invoke>'),
+    "deepseek_v31": '<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"tz": "UTC"}<｜tool▁call▁end｜>',
+    "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{"tz": "UTC"}\n```<｜tool▁call▁end｜>',
 }
 # What opens a call as a special token (in DSML, the token every tag starts
 # with), and what closes one.
 TRIGGER = {name: dialect.markup.required_tokens[0] for name, dialect in DIALECTS.items()}
+TRIGGER.update(dict.fromkeys(("deepseek_v31", "deepseek_r1"), "<｜tool▁calls▁begin｜>"))  # a block's opening token
 CALL_CLOSE = {name: dialect.markup.close for name, dialect in DIALECTS.items()}
 
 
@@ -169,7 +175,7 @@ REASONING = {
     "glm45": "<think>The user wants the notes saved.</think>\n",
     "glm47": "<think>The user wants the notes saved.</think>",
     "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
-    **dict.fromkeys(dsml(""), "<think>The user wants the notes saved.</think>"),
+    **dict.fromkeys([*dsml(""), "deepseek_v31", "deepseek_r1"], "<think>The user wants the notes saved.</think>"),
 }
 TEXT = "Sure, I will save the notes. Anything else?"
 
@@ -306,8 +312,8 @@ def test_turn_must_be_allowed_to_end_after_the_text(dialect):
     markup = get_dialect(dialect).markup
     if markup.section is None:
         assert markup.open in refused.allowed_markers  # what the output must start with
-    else:  # the section's lead (a few text tokens), or a reasoning block
-        assert set(refused.allowed_markers) <= set(get_dialect(dialect).reasoning.tokens)
+    else:  # the section's opening (or its lead, a few text tokens), or a reasoning block
+        assert set(refused.allowed_markers) <= {markup.section.opening, *get_dialect(dialect).reasoning.tokens}
         assert 0 < (refused.allowed_tokens or 0) < 10
 
 
@@ -804,6 +810,9 @@ def test_every_mcp_tool_compiles(dialect):
         "gemma4": '<|tool_call>call:fetch{max_length:2000,url:<|"|>https://example.com/a?b=1<|"|>}<tool_call|>',
         "functiongemma": "<start_function_call>call:fetch{max_length:2000,url:<escape>https://example.com/a?b=1<escape>}"
         "<end_function_call>",
+        "deepseek_v31": '<｜tool▁call▁begin｜>fetch<｜tool▁sep｜>{"url": "https://example.com/a?b=1", "max_length": 2000}<｜tool▁call▁end｜>',
+        "deepseek_r1": "<｜tool▁call▁begin｜>function<｜tool▁sep｜>fetch\n```json\n"
+        '{"url": "https://example.com/a?b=1", "max_length": 2000}\n```<｜tool▁call▁end｜>',
         **dsml(
             '<｜DSML｜invoke name="fetch">\n<｜DSML｜parameter name="url" string="true">https://example.com/a?b=1</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="max_length" string="false">2000</｜DSML｜parameter>\n</｜DSML｜invoke>'
@@ -828,6 +837,8 @@ def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
         "glm47": "<tool_call>tag<arg_key>label</arg_key><arg_value>keep</arg_value><arg_key>n</arg_key><arg_value>2</arg_value></tool_call>",
         "gemma4": '<|tool_call>call:tag{label:<|"|>keep<|"|>,n:2}<tool_call|>',
         "functiongemma": "<start_function_call>call:tag{label:<escape>keep<escape>,n:2}<end_function_call>",
+        "deepseek_v31": '<｜tool▁call▁begin｜>tag<｜tool▁sep｜>{"label": "keep", "n": 2}<｜tool▁call▁end｜>',
+        "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>tag\n```json\n{"label": "keep", "n": 2}\n```<｜tool▁call▁end｜>',
         **dsml(
             '<｜DSML｜invoke name="tag">\n<｜DSML｜parameter name="label" string="true">keep</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="n" string="false">2</｜DSML｜parameter>\n</｜DSML｜invoke>'

@@ -37,6 +37,7 @@ from sample_tools import RAW_DIALECTS, reads_cut_off_call
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
+from constrained.dialects.deepseek import DeepSeekV31
 from constrained.dialects.dsml import DeepSeekV32
 from constrained.dialects.gemma import Gemma4, render_value
 from constrained.dialects.raw_values import raw_text
@@ -64,6 +65,10 @@ from constrained.tools import load_tools
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
 # What a model writes between two calls of one turn.
+
+
+JSON_ARGUMENTS = ("hermes", "deepseek_v31", "deepseek_r1")
+"""The dialects that write a call's arguments as one JSON object."""
 
 
 def turn(dialect: str, texts: list[str]) -> str:
@@ -258,7 +263,7 @@ def value_text(dialect: str, value: Any) -> str:
     chosen_dialect = get_dialect(dialect)
     if isinstance(chosen_dialect, Gemma4):
         return render_value(value, chosen_dialect.string_delimiter)
-    if dialect == "hermes":
+    if dialect in JSON_ARGUMENTS:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(chosen_dialect, DeepSeekV32):  # the string attribute's value, then the value
         return f'{"true" if isinstance(value, str) else "false"}">{raw_text(value)}'
@@ -277,6 +282,10 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
         nl = "\n" if dialect == "glm45" else ""
         body = "".join(f"<arg_key>{key}</arg_key>{nl}<arg_value>{value}</arg_value>{nl}" for key, value in members)
         return f"<tool_call>{name}{nl}{body}</tool_call>"
+    if isinstance(get_dialect(dialect), DeepSeekV31):
+        chosen = get_dialect(dialect)
+        body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
+        return f"{chosen.markup.open}{chosen.head.format(name=name)}{{{body}}}{chosen.tail}{chosen.markup.close}"
     dsml = get_dialect(dialect)
     if isinstance(dsml, DeepSeekV32):
         tags = dsml.tags
@@ -397,7 +406,7 @@ def mutation_cases() -> list[MutationCase]:
 def unterminated(dialect: str, text: str) -> str:
     """A string value without its closing delimiter (unchanged in the XML
     dialects, whose raw strings have none: the case does not apply there)."""
-    if dialect == "hermes":
+    if dialect in JSON_ARGUMENTS:
         return text[:-1]
     chosen_dialect = get_dialect(dialect)
     if isinstance(chosen_dialect, Gemma4):
@@ -449,7 +458,7 @@ def test_mutations_rejected(dialect):
         if compiled.check(turn(dialect, [mutated])).accepted:
             accepted.append(f"{case.name} ({tool.name}): {mutated!r}")
     assert accepted == [], "\n".join(accepted)
-    delimited = dialect == "hermes" or isinstance(chosen_dialect, Gemma4)
+    delimited = dialect in JSON_ARGUMENTS or isinstance(chosen_dialect, Gemma4)
     assert checked == sum(delimited or case.name != "unterminated string" for case in all_mutation_cases())
 
 

@@ -26,6 +26,7 @@ from constrained import compile_tools, render_tool_calls
 from constrained.dialects import DIALECTS
 from constrained.frames.examples import example_arguments
 from constrained.frames.model import SUPPORTED_FORMATS
+from constrained.schema.formats import CHECKED_AFTER_GENERATION
 from constrained.output.parse import parse_tool_calls
 from constrained.qa.fuzz import FuzzSummary, Outcome, WalkOptions, fuzz, walk
 from constrained.qa.fuzz_checks import output_problems
@@ -87,8 +88,11 @@ TIME = {
 
 
 def format_tool() -> dict:
-    """Every enforced format as a required argument, and again nested."""
-    props = {name.replace("-", "_"): {"type": "string", "format": name} for name in sorted(SUPPORTED_FORMATS)}
+    """Every format the grammar enforces whole as a required argument, and
+    again nested (not hostname: its IDNA rules are checked after generation,
+    a relaxation the compiler reports; tests/test_formats.py)."""
+    exact = sorted(set(SUPPORTED_FORMATS) - set(CHECKED_AFTER_GENERATION))
+    props = {name.replace("-", "_"): {"type": "string", "format": name} for name in exact}
     nested = {"type": "object", "properties": props, "required": sorted(props)}
     parameters = {"type": "object", "properties": {**props, "nested": nested}, "required": [*sorted(props), "nested"]}
     return {"name": "formats", "parameters": parameters}
@@ -98,11 +102,13 @@ def format_tool() -> dict:
 def test_walks_through_every_format_finish_valid(dialect):
     """The format patterns are large (IRIs: every plane's characters); walks
     through them at both depths never wedge, and what finishes validates
-    (the parser checks formats with the same patterns). The budget leaves
-    room for DSML, whose tags take several tokens each."""
-    compiled = compile_tools([format_tool()], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required")
+    (the parser checks formats with the same patterns). One call, no
+    reasoning: the walks are about the formats, and the budget leaves room
+    for DeepSeek's vocabulary, whose digits and DSML tags take more tokens."""
+    compiled = compile_tools([format_tool()], dialect, DIALECTS[dialect].default_tokenizer, tool_choice="required",
+                             parallel_tool_calls=False, reasoning=False)
     summary = FuzzSummary(keep=3)
-    summary.merge(fuzz(compiled, 4, zlib.crc32(dialect.encode()), WalkOptions(budget=2500, crosscheck_every=4)))
+    summary.merge(fuzz(compiled, 4, zlib.crc32(dialect.encode()), WalkOptions(budget=4000, crosscheck_every=4)))
     assert summary.ok, [run.to_json() for run in summary.failures]
     assert summary.finished >= 1, summary.counts()
 

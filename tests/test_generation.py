@@ -23,12 +23,12 @@ import torch
 from corpus import CORPUS
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from constrained import ToolCallLogitsProcessor, compile_tools, load_model
+from constrained import ToolCallLogitsProcessor, compile_tools, load_model, parse_tool_calls
 from constrained.cli import main
 from constrained.compiler import CompiledTools
 from constrained.errors import GenerationError
 from constrained.runtime.constraint import RowState
-from constrained.runtime.generate import build_prompt, generate
+from constrained.runtime.generate import GenerationResult, build_prompt, generate
 from constrained.runtime.models import MARKER_ROWS, MARKER_SCALE, LoadedModel, converted_default_model
 from constrained.tools import load_tools_file
 
@@ -303,3 +303,37 @@ def test_cli_generate_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsy
     code = main(["generate", str(MCP / "time.tools.json"), "--model", str(tmp_path), "--prompt", "hi"])
     assert code == 2
     assert "not a transformers model directory" in capsys.readouterr().err
+
+
+# -- formats the embedded model was never trained on -----------------------------------
+
+
+@functools.cache
+def gemma_with_deepseek_markers() -> Any:
+    """Gemma 3's vocabulary with DeepSeek's markers in unused control slots
+    (47-50 of Gemma's ``<unusedN>``): the model never saw them, so only the
+    constraint brings it to write a call in DeepSeek's format."""
+    from constrained.tokenizers.gemma import GemmaVocabulary
+
+    markers = {53: "｜DSML｜", 54: "<｜end▁of▁sentence｜>", 55: "<think>", 56: "</think>", 57: "<｜tool▁calls▁begin｜>",
+               58: "<｜tool▁calls▁end｜>", 59: "<｜tool▁call▁begin｜>", 60: "<｜tool▁call▁end｜>", 61: "<｜tool▁sep｜>"}
+    return GemmaVocabulary(name="gemma3-deepseek-markers-2", eos_token_ids=(54, 1), renames=markers).load(None, None)
+
+
+@pytest.mark.parametrize("dialect", ["deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"])
+def test_the_embedded_model_writes_a_valid_call_in_deepseeks_format(lm: LoadedModel, dialect: str) -> None:
+    tok = gemma_with_deepseek_markers()
+    tools = [server_tools("time")["get_current_time"]]
+    result = generate(lm.model, tok, "What time is it in Paris?", tools, dialect, tool_choice="required",
+                      reasoning=False, max_new_tokens=96)
+    assert isinstance(result, GenerationResult)
+    # The tokens' own bytes: Gemma's decoder writes the ▁ of DeepSeek's
+    # markers as a space (a vocabulary made for this test, not a model's).
+    text = b"".join(tok.token_bytes(token) for token in result.token_ids if token not in tok.eos_token_ids).decode()
+    assert text.startswith(("\n\n<｜DSML｜", "<｜tool▁calls▁begin｜>")), text
+    parsed = parse_tool_calls(text, tools, dialect)
+    assert parsed.errors == [] and len(parsed.tool_calls) >= 1, text
+    schema = tools[0].parameters
+    for call in parsed.tool_calls:
+        assert call["function"]["name"] == "get_current_time"
+        jsonschema.validate(json.loads(call["function"]["arguments"]), schema)

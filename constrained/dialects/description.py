@@ -66,8 +66,9 @@ class CallMarkup:
     arguments_opening: re.Pattern[bytes] | None = None
     """In a dialect that writes a call's arguments as one JSON value: matches,
     in full, the call's markup from its opening token to where the arguments
-    begin; group ``tool`` is the tool's name as a JSON string (the
-    constraint follows the arguments from there)."""
+    begin; group ``tool`` is the tool's name as a JSON string, or group
+    ``name`` the name as it is written (the constraint follows the
+    arguments from there)."""
     argument_key: str | None = None
     """Regex of an argument key written in the call's own markup (XML-style
     dialects); ``None``: arguments are one value, keys as the value syntax

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,18 +36,16 @@ from ..grammar.emitter import ValueEmitter
 from ..grammar.lark import literal, regex
 from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from .base import Markers, openai_function
+from .deepseek_prompt import END_OF_SENTENCE, END_THINK, THINK, DeepSeekPrompt
 from .description import CallMarkup, CallSection, ReasoningMarkup
 from .raw_values import RawTextSyntax, RawValueDialect, ValueKind, raw_text, skip_space, top_level_value_kind
 from .segments import Malformed, MarkedText, Parsed, Partial, Raw, Value, held_back_all
 
 if TYPE_CHECKING:
-    from ..options import Reasoning
+    pass
 
 DSML = "｜DSML｜"
 """The special token every tag starts with."""
-END_OF_SENTENCE = "<｜end▁of▁sentence｜>"
-BEGIN_OF_SENTENCE = "<｜begin▁of▁sentence｜>"
-THINK, END_THINK = "<think>", "</think>"
 _KEY_TEXT = r'[^"\n]+'
 """Tool names and parameter keys, inside the tags' double quotes."""
 _NAME = re.compile(_KEY_TEXT)
@@ -111,7 +108,7 @@ def grammar(tags: DsmlTags) -> str:
     )
 
 
-class DeepSeekV32(RawValueDialect):
+class DeepSeekV32(DeepSeekPrompt, RawValueDialect):
     name = "deepseek_v32"
     family = "DeepSeek-V3.2"
     default_tokenizer = "deepseek_v4"
@@ -308,39 +305,10 @@ class DeepSeekV32(RawValueDialect):
             return True
         return self.cached(("string", name, key), lambda: _takes_string(tool, key, self))
 
-    def chat_prompt(
-        self, messages: list[dict[str, Any]], tools: Sequence[NormalizedTool], reasoning: Reasoning = True
-    ) -> str:
-        """The prompt DeepSeek's own encoding writes (it ships no Jinja
-        template): the system text and the tools section, user turns between
-        ``<｜User｜>`` and ``<｜Assistant｜>``, earlier calls in their block,
-        tool results in ``<function_results>``; the last user turn or tool
-        result ends with ``<think>`` when ``reasoning`` is on (thinking mode)
-        and ``</think>`` when it is off (chat mode)."""
-        thinking = reasoning is True or reasoning == "open"
-        by_name = {tool.name: tool for tool in tools}
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") not in ("system", "assistant", "tool")), default=-1)
-        text, declared = BEGIN_OF_SENTENCE, False
-        for index, message in enumerate(messages):
-            role, content = message.get("role", "user"), _text(message.get("content"))
-            closing = THINK if thinking and index >= last_user else END_THINK
-            if role == "system":
-                text += content + (f"\n\n{self.declare_tools(tools)}" if tools and not declared else "")
-                declared = True
-            elif role == "assistant":
-                calls = [self._history_call(call, by_name) for call in message.get("tool_calls") or ()]
-                thought = _text(message.get("reasoning_content")) + END_THINK if thinking and index > last_user else ""
-                text += thought + content + (self.markup.calls_text(calls) if calls else "") + END_OF_SENTENCE
-            elif role == "tool":
-                first = index == 0 or messages[index - 1].get("role") != "tool"
-                last = index + 1 == len(messages) or messages[index + 1].get("role") != "tool"
-                text += ("\n\n<function_results>" if first else "") + f"\n<result>{content}</result>"
-                text += f"\n</function_results>\n\n{closing}" if last else ""
-            else:
-                if tools and not declared:
-                    text, declared = text + self.declare_tools(tools), True
-                text += f"<｜User｜>{content}<｜Assistant｜>{closing}"
-        return text
+    def tool_result(self, content: str, first: bool, last: bool, closing: str) -> str:
+        """Results in ``<function_results>``, one ``<result>`` each."""
+        text = ("\n\n<function_results>" if first else "") + f"\n<result>{content}</result>"
+        return text + (f"\n</function_results>\n\n{closing}" if last else "")
 
     def declare_tools(self, tools: Any) -> str:
         """The tools section of DeepSeek's system prompt."""
@@ -357,10 +325,6 @@ class DeepSeekV32(RawValueDialect):
             'and "false" for other types (numbers, booleans, arrays, objects).\n'
             f"Here are the functions available in JSONSchema format:\n<functions>\n{schemas}\n</functions>\n"
         )
-
-
-def _text(content: Any) -> str:
-    return "" if content is None else content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
 def _split(frame: Frame, emitter: ValueEmitter) -> tuple[list[StringFrame | EnumFrame], Frame | None]:

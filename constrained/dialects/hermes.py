@@ -58,13 +58,13 @@ class Hermes(Dialect):
         models write it for tools without parameters) has no arguments:
         the parser then accepts it only for a tool whose parameters accept
         ``{}``."""
-        call = _object(body, "the call")
+        call = json_object(body, "the call")
         name = call.get("name")
         if not isinstance(name, str) or set(call) - {"arguments"} != {"name"}:
             raise Malformed('expected exactly {"name": ..., "arguments": {...}}', name if isinstance(name, str) else None)
         arguments = call.get("arguments", {})
         if isinstance(arguments, str):
-            decoded = _object(arguments, "the arguments, a JSON-encoded string,", name)
+            decoded = json_object(arguments, "the arguments, a JSON-encoded string,", name)
             return name, [(key, Decoded(value)) for key, value in decoded.items()]
         if not isinstance(arguments, dict):
             raise Malformed("the arguments are not a JSON object", name)
@@ -87,37 +87,45 @@ class Hermes(Dialect):
         else:
             assert resume.name is not None
             name, position, pairs = resume.name, 0, list(resume.pairs)
-        decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-        while True:
-            member = position
-            if pairs:
-                if not body.startswith(", ", position):
-                    return Partial(name, pairs, resume_at=member)
-                position += 2
-            key = _KEY.match(body, position)
-            if key is None:
+        return read_members(body, name, position, pairs)
+
+
+def read_members(body: str, name: str, position: int, pairs: list[tuple[str, Value]]) -> Partial:
+    """The complete members of a JSON arguments object in ``body`` from
+    ``position`` (after its ``{`` or after ``pairs``, the members read so
+    far), as ``json.dumps`` writes them: what a call's arguments show while
+    they are written (see :meth:`Hermes.partial_body`)."""
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    while True:
+        member = position
+        if pairs:
+            if not body.startswith(", ", position):
                 return Partial(name, pairs, resume_at=member)
-            start = key.end()
-            try:
-                value, end = decoder.raw_decode(body, start)
-            except ValueError:
-                if body.startswith('"', start):
-                    string = _OpenString(body[start + 1 :])
-                    open_key = _string(key.group(1), name)
-                    return Partial(name, pairs, open_key, string.text, resume_at=member, open_value=string)
-                nested = Nested(body[start:], '"', escapes=True) if body.startswith(("{", "["), start) else None
-                return Partial(name, pairs, resume_at=member, open_value=nested)
-            if end >= len(body) or _is_number(value) and body[end] in _NUMBER_GOES_ON:  # a number may still grow
-                return Partial(name, pairs, resume_at=member)
-            pairs.append((_string(key.group(1), name), Parsed(value)))
-            position = end
+            position += 2
+        key = _KEY.match(body, position)
+        if key is None:
+            return Partial(name, pairs, resume_at=member)
+        start = key.end()
+        try:
+            value, end = decoder.raw_decode(body, start)
+        except ValueError:
+            if body.startswith('"', start):
+                string = _OpenString(body[start + 1 :])
+                open_key = _string(key.group(1), name)
+                return Partial(name, pairs, open_key, string.text, resume_at=member, open_value=string)
+            nested = Nested(body[start:], '"', escapes=True) if body.startswith(("{", "["), start) else None
+            return Partial(name, pairs, resume_at=member, open_value=nested)
+        if end >= len(body) or _is_number(value) and body[end] in _NUMBER_GOES_ON:  # a number may still grow
+            return Partial(name, pairs, resume_at=member)
+        pairs.append((_string(key.group(1), name), Parsed(value)))
+        position = end
 
 
 _HEAD = re.compile(r'[ \t\n\r]*\{"name": (' + _STRING + r'), "arguments": \{')
 _KEY = re.compile(r"(" + _STRING + r"): ")
 
 
-def _so_far(literal: str) -> str:
+def starts_of(literal: str) -> str:
     """A regex of any start of ``literal``, empty or whole."""
     pattern = ""
     for char in reversed(literal):
@@ -126,8 +134,8 @@ def _so_far(literal: str) -> str:
 
 
 _HEAD_SO_FAR = re.compile(
-    r'[ \t\n\r]*(?:' + _so_far('{"name": ') + "|" + re.escape('{"name": ')
-    + r'(?:"(?:[^"\\]|\\.)*\\?|' + _STRING + _so_far(', "arguments": {') + "))"
+    r'[ \t\n\r]*(?:' + starts_of('{"name": ') + "|" + re.escape('{"name": ')
+    + r'(?:"(?:[^"\\]|\\.)*\\?|' + _STRING + starts_of(', "arguments": {') + "))"
 )
 """What :data:`_HEAD` may still match once the text goes on."""
 _NUMBER_GOES_ON = "0123456789.eE+-"
@@ -194,14 +202,16 @@ def _escape_starts(raw: str, position: int) -> bool:
     return (position - run) % 2 == 0
 
 
-def _object(text: str, what: str, name: str | None = None) -> dict[str, Any]:
-    """The JSON object ``text`` holds (raises :class:`Malformed` saying
-    ``what`` it should have been)."""
+def json_object(text: str, what: str, name: str | None = None, strings: bool = False) -> Any:
+    """The JSON object ``text`` holds, or with ``strings`` a JSON string
+    (raises :class:`Malformed` saying ``what`` it should have been). A key
+    given twice, ``NaN`` or ``Infinity`` is malformed: JSON readers
+    disagree on them."""
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except ValueError as exc:
         raise Malformed(f"{what} is not valid JSON: {exc}", name) from None
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) and not (strings and isinstance(value, str)):
         raise Malformed(f"{what} is not a JSON object", name)
     return value
 

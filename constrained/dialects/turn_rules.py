@@ -42,7 +42,7 @@ def section_rules(section: CallSection, markers: Markers, named: Sequence[str]) 
     end only right before the token: llguidance's lexer does not backtrack,
     so text as a lexeme of its own would take the ``<`` in. That text never
     spells one of the named tokens (the parser reads text)."""
-    tokens = [m for m in (*named, section.opening) if markers.is_token(m)]
+    tokens = [m for m in (*named, section.opening, section.closing) if markers.is_token(m)]
 
     def spelled(*texts: str) -> str:
         # Each text its own lexemes: the lead and inner text are where a

@@ -77,7 +77,8 @@ class ArgumentsTracker:
             self._markup = markup if len(markup) <= MARKUP_LIMIT else None
             return
         self._markup = None
-        self._walk = self._walks(json.loads(match.group("tool")))
+        named = match.groupdict()
+        self._walk = self._walks(named["name"].decode("utf-8", "replace") if named.get("name") else json.loads(named["tool"]))
         if self._walk is not None:
             self._walk.feed(markup[match.end() :])
 

@@ -1,0 +1,230 @@
+"""The formats XGrammar has a built-in structural tag for, side by side with
+this library's dialects, written to ``bench/RESULTS.md`` (section
+``xgrammar_formats``):
+
+    python bench/xgrammar_formats.py [--bfcl-stride N]
+
+For each family, the same tokens through both engines (``tool_choice``
+required, reasoning off):
+
+- **valid calls**: held-out BFCL ground-truth calls (every N-th entry from
+  the second) and a ``write_file`` call per awkward string value (text that
+  looks like JSON or a number, multi-line file contents, the format's own
+  tags spelled in a value), rendered as the family writes them; each engine
+  should accept them.
+- **mutants**: each BFCL call with a required key removed, a string where
+  the schema says integer or number, a value outside an enum, a key the
+  tool does not declare; each engine should refuse them.
+- **cold compile**: every BFCL entry's tool set, compiled with no cache
+  (this library: ``compile_tools`` after ``clear_caches``; XGrammar: a
+  compiler with its cache off).
+
+Where the engines disagree, the first cases of each kind are shown.
+Mask and advance times per token for ``deepseek_v4`` are in the
+``mask_time`` section (``bench/mask_time.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from constrained import clear_caches, compile_tools, load_tokenizer, render_tool_calls
+from constrained.compiler import CompiledTools
+from constrained.dialects import get_dialect
+from constrained.dialects.base import openai_function
+from constrained.frames.model import EnumFrame, IntegerFrame, NumberFrame, ObjectFrame
+from constrained.tokenizers import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from corpus import bfcl_entries  # noqa: E402  (the corpus reader the tests use)
+from report import environment, write_section  # noqa: E402
+
+FAMILIES = {"deepseek_v32": "deepseek_v3_2", "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v4_1"}
+"""Dialect -> XGrammar's built-in structural tag for the same format."""
+TOKENIZER = {"deepseek_v32": "deepseek_v4", "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v4"}
+WRITE = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+}
+AWKWARD = [
+    '{"debug": true}', "12", "true", "null", "[1, 2]", "",
+    "def f(x):\n    return x\n\n\n", "line 1\r\nline 2\t\n", "  indented\n",
+    "</parameter>", '<invoke name="x">', "</div> and </", "a</ parameter>b", 'string="false"',
+]  # fmt: skip
+
+
+@dataclass
+class Tally:
+    """One family's counts, and the cases the engines disagree on."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    shown: dict[str, list[str]] = field(default_factory=dict)
+    ours_ms: list[float] = field(default_factory=list)
+    theirs_ms: list[float] = field(default_factory=list)
+
+    def judge(self, kind: str, valid: bool, ours: bool, theirs: bool, text: str) -> None:
+        self.counts[f"{kind}: cases"] += 1
+        for engine, accepted in (("constrained", ours), ("XGrammar", theirs)):
+            if accepted != valid:
+                self.counts[f"{kind}: {engine} {'refuses' if valid else 'accepts'}"] += 1
+                examples = self.shown.setdefault(f"{kind}: {engine} {'refuses' if valid else 'accepts'}", [])
+                if len(examples) < 2:
+                    examples.append(text)
+
+
+class XGrammar:
+    """XGrammar's compiler over one vocabulary, its cache off."""
+
+    def __init__(self, tok: Tokenizer) -> None:
+        import xgrammar as xgr
+
+        table, _ = tok.token_table
+        info = xgr.TokenizerInfo(list(table), xgr.VocabType.RAW, vocab_size=tok.vocab_size, stop_token_ids=list(tok.eos_token_ids))
+        self.xgr = xgr
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        self.tok = tok
+
+    def compile(self, tag: str, specs: list[dict[str, Any]]) -> Any:
+        structural = self.xgr.get_model_structural_tag(tag, tools=specs, tool_choice="required", reasoning="disabled")
+        return self.compiler.compile_structural_tag(structural)
+
+    def accepts(self, grammar: Any, tokens: list[int]) -> bool:
+        matcher = self.xgr.GrammarMatcher(grammar)
+        return all(matcher.accept_token(token) for token in tokens) and matcher.is_terminated()
+
+
+def specs_of(compiled: CompiledTools) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": openai_function(tool)} for tool in compiled.tools]
+
+
+def mutants(compiled: CompiledTools, name: str, arguments: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Invalid arguments made from valid ones, by kind."""
+    tool = next(t for t in compiled.tools if t.name == name)
+    root = tool.schema.resolve(tool.root)
+    if not isinstance(root, ObjectFrame):
+        return
+    for key in root.required:
+        if key in arguments:
+            yield "required key removed", {k: v for k, v in arguments.items() if k != key}
+            break
+    for key, frame in root.properties:
+        frame = tool.schema.resolve(frame)
+        if key in arguments and isinstance(frame, (IntegerFrame, NumberFrame)):
+            yield "a string for a number", {**arguments, key: "seven"}
+            break
+    for key, frame in root.properties:
+        frame = tool.schema.resolve(frame)
+        if key in arguments and isinstance(frame, EnumFrame) and all(isinstance(v, str) for v in frame.values):
+            yield "a value outside the enum", {**arguments, key: "not-" + "-".join(map(str, frame.values))[:40]}
+            break
+    if root.additional is None and not root.pattern_properties:
+        yield "an undeclared key", {**arguments, "undeclared_key": 1}
+
+
+def run(dialect: str, stride: int) -> Tally:
+    tally = Tally()
+    tok = load_tokenizer(TOKENIZER[dialect])
+    end = tok.eos_token_ids[0]
+    xgrammar = XGrammar(tok)
+    tag = FAMILIES[dialect]
+
+    def judge(kind: str, valid: bool, compiled: CompiledTools, grammar: Any, calls: list[dict[str, Any]]) -> None:
+        try:
+            text = render_tool_calls(calls, compiled.tools, dialect, key_order="schema")
+        except Exception:  # a mutant the renderer cannot write (no such key in the format)
+            return
+        tokens = tok.encode(text) + [end]
+        tally.judge(kind, valid, compiled.check(text).accepted, xgrammar.accepts(grammar, tokens), text)
+
+    write = compile_tools([WRITE], dialect, tok, tool_choice="required", reasoning=False, key_order="schema")
+    write_grammar = xgrammar.compile(tag, [WRITE])
+    for value in AWKWARD:
+        judge("awkward strings", True, write, write_grammar, [{"name": "write_file", "arguments": {"path": value, "content": value}}])
+    for entry in bfcl_entries()[1::stride]:
+        clear_caches()
+        started = time.perf_counter()
+        try:
+            compiled = compile_tools(entry.functions, dialect, tok, tool_choice="required", reasoning=False, key_order="schema")
+        except Exception:
+            tally.counts["BFCL: tool set not compiled"] += 1
+            continue
+        tally.ours_ms.append((time.perf_counter() - started) * 1000)
+        specs = specs_of(compiled)
+        started = time.perf_counter()
+        grammar = xgrammar.compile(tag, copy.deepcopy(specs))
+        tally.theirs_ms.append((time.perf_counter() - started) * 1000)
+        calls = [{"name": name, "arguments": arguments} for name, arguments in entry.calls]
+        if not compiled.check(render_tool_calls(calls, compiled.tools, dialect, key_order="schema")).accepted:
+            tally.counts["BFCL: ground truth no valid call"] += 1  # as the tests find it
+            continue
+        judge("BFCL calls", True, compiled, grammar, calls)
+        for kind, arguments in mutants(compiled, *entry.calls[0]):
+            judge(f"mutant, {kind}", False, compiled, grammar, [{"name": entry.calls[0][0], "arguments": arguments}])
+    return tally
+
+
+def report(tallies: dict[str, Tally], stride: int, seconds: float) -> str:
+    lines = [
+        "## Formats beside XGrammar's built-in structural tags (`bench/xgrammar_formats.py`)",
+        "",
+        f"{environment()}. `python bench/xgrammar_formats.py --bfcl-stride {stride}`, {seconds:.0f} s. The same tokens "
+        "through this library's constraint and XGrammar's structural tag for the family (`tool_choice` required, "
+        "reasoning off): valid calls should be accepted, mutants refused. Cold compile: each held-out BFCL entry's "
+        "tool set with no cache on either side (median / mean ms).",
+        "",
+        "| dialect | XGrammar tag | kind | cases | constrained wrong | XGrammar wrong |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for dialect, tally in tallies.items():
+        kinds = sorted({key.split(": ")[0] for key in tally.counts if key.endswith(": cases")})
+        for kind in kinds:
+            verb = "refuses" if not kind.startswith("mutant") else "accepts"
+            lines.append(
+                f"| {dialect} | `{FAMILIES[dialect]}` | {kind} | {tally.counts[f'{kind}: cases']} | "
+                f"{tally.counts[f'{kind}: constrained {verb}']} | {tally.counts[f'{kind}: XGrammar {verb}']} |"
+            )
+    lines += ["", "| dialect | cold compile, constrained | cold compile, XGrammar | ratio (mean) |", "|---|---:|---:|---:|"]
+    for dialect, tally in tallies.items():
+        ours, theirs = tally.ours_ms, tally.theirs_ms
+        lines.append(
+            f"| {dialect} | {statistics.median(ours):.1f} / {statistics.mean(ours):.1f} | "
+            f"{statistics.median(theirs):.1f} / {statistics.mean(theirs):.1f} | "
+            f"{statistics.mean(ours) / statistics.mean(theirs):.2f}x |"
+        )
+    shown = [(dialect, key, text) for dialect, tally in tallies.items() for key, texts in tally.shown.items() for text in texts]
+    if shown:
+        lines += ["", "Where an engine is wrong (the first cases of each kind):", ""]
+        lines += [f"- {dialect}, {key}: `{text!r}`" for dialect, key, text in shown]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bfcl-stride", type=int, default=10)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    tallies = {dialect: run(dialect, args.bfcl_stride) for dialect in FAMILIES}
+    section = report(tallies, args.bfcl_stride, time.perf_counter() - started)
+    write_section("xgrammar_formats", section)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
