@@ -77,3 +77,24 @@ def added_up(deltas: Iterable[dict[str, Any]]) -> tuple[str, list[tuple[str, str
             calls[call["index"]][2] += call["function"]["arguments"]
         failed.update(error["index"] for error in delta.get("tool_call_errors", []))
     return content, [tuple(calls[i]) for i in sorted(calls) if i not in failed]
+
+
+def assert_stream_reads_as_parse(tools: Any, dialect: str, text: str, seed: int, splits: int = 6) -> None:
+    """Fed in ``splits`` random splits (pieces of 1-9 characters), the stream
+    parser ends with what the parser reads from the whole text."""
+    import random
+
+    from constrained import ToolCallStreamParser, parse_tool_calls
+
+    expected = parse_tool_calls(text, tools, dialect)
+    rng = random.Random(seed)
+    for _ in range(splits):
+        stream = ToolCallStreamParser(tools, dialect)
+        position = 0
+        while position < len(text):
+            step = rng.randint(1, 9)
+            stream.feed(text[position : position + step])
+            position += step
+        stream.close()
+        assert stream.result is not None and stream.result.content == expected.content
+        assert [c["function"] for c in stream.result.tool_calls] == [c["function"] for c in expected.tool_calls]

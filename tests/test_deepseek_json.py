@@ -4,11 +4,11 @@ tokens): JSON arguments between DeepSeek's tokens, calls in their block."""
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
+from sample_tools import assert_stream_reads_as_parse
 
-from constrained import ToolCallStreamParser, compile_tools, parse_tool_calls, render_tool_calls
+from constrained import compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import get_dialect
 from constrained.frames.toolset import normalize_tools
 from constrained.runtime.constraint import ToolCallConstraint
@@ -104,17 +104,7 @@ def test_the_stream_agrees_with_the_parser_at_any_split(dialect):
     text = "Sure.\n" + render_tool_calls(calls, TOOLS, dialect)
     expected = parse_tool_calls(text, TOOLS, dialect)
     assert len(expected.tool_calls) == 3
-    rng = random.Random(3)
-    for _ in range(6):
-        stream = ToolCallStreamParser(TOOLS, dialect)
-        position = 0
-        while position < len(text):
-            step = rng.randint(1, 8)
-            stream.feed(text[position : position + step])
-            position += step
-        stream.close()
-        assert stream.result is not None and stream.result.content == expected.content
-        assert [c["function"] for c in stream.result.tool_calls] == [c["function"] for c in expected.tool_calls]
+    assert_stream_reads_as_parse(TOOLS, dialect, text, seed=3)
 
 
 @pytest.mark.parametrize("dialect", sorted(WRITTEN))

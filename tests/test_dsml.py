@@ -5,13 +5,13 @@ the chat prompt."""
 from __future__ import annotations
 
 import json
-import random
 
 import numpy as np
 import pytest
 import torch
+from sample_tools import assert_stream_reads_as_parse
 
-from constrained import ToolCallStreamParser, compile_tools, parse_tool_calls, render_tool_calls
+from constrained import compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.dialects.dsml import DeepSeekV32
 from constrained.frames.toolset import normalize_tools
@@ -155,18 +155,7 @@ def test_the_stream_agrees_with_the_parser_at_any_split(name):
     text = "Sure.\n" + render_tool_calls(calls, [WRITE], name)
     expected = parse_tool_calls(text, [WRITE], name)
     assert len(expected.tool_calls) == len(calls)
-    rng = random.Random(7)
-    for _ in range(6):
-        stream = ToolCallStreamParser([WRITE], name)
-        position = 0
-        while position < len(text):
-            step = rng.randint(1, 9)
-            stream.feed(text[position : position + step])
-            position += step
-        stream.close()
-        assert stream.result is not None
-        assert stream.result.content == expected.content
-        assert [c["function"] for c in stream.result.tool_calls] == [c["function"] for c in expected.tool_calls]
+    assert_stream_reads_as_parse([WRITE], name, text, seed=7)
 
 
 def test_reasoning_the_prompt_opened_is_read_and_closed_first():
