@@ -39,7 +39,6 @@ from typing import Any
 
 from constrained import clear_caches, compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
-from constrained.dialects import get_dialect
 from constrained.dialects.base import openai_function
 from constrained.frames.model import EnumFrame, IntegerFrame, NumberFrame, ObjectFrame
 from constrained.tokenizers import Tokenizer
