@@ -208,3 +208,24 @@ def test_masks_are_served_from_the_cache_and_equal_llguidance():
         constraint.consume([token])
         assert reference.consume_token(token)
     assert constraint.precomputed_rows > 0  # the raw value's masks came from the precomputed rows
+
+
+def test_each_parameter_keeps_its_own_types():
+    """Two parameters that may each be null or another kind (an array, an
+    object): each value is held to its own parameter's kinds."""
+    tool = {"name": "report", "parameters": {"type": "object", "properties": {
+        "services": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+        "details": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+    }}}
+    compiled = compile_tools([tool], "deepseek_v32", "deepseek_v4", tool_choice="required")
+
+    def call(details: str) -> str:
+        return (
+            '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="report">\n'
+            '<｜DSML｜parameter name="services" string="false">["a"]</｜DSML｜parameter>\n'
+            f'<｜DSML｜parameter name="details" string="false">{details}</｜DSML｜parameter>\n'
+            "</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+        )
+
+    assert compiled.check(call('{"k": 1}')).accepted and compiled.check(call("null")).accepted
+    assert not compiled.check(call('["x"]')).accepted

@@ -152,8 +152,11 @@ class DeepSeekV32(DeepSeekPrompt, RawValueDialect):
         options = []
         if strings:
             options.append(f'"true\\">" ({" | ".join(self._raw(s, emitter, path) for s in strings)}) dsml {literal(self.tags.parameter + ">")}')
-        if others is not None:
-            options.append(f'"false\\">" {emitter.value(others, path)} {close}')
+        if others:
+            # Each option by itself: the emitter knows a frame by its identity,
+            # so no frame made here (which would not outlive this call) goes to it.
+            json = " | ".join(emitter.value(o, path) if not isinstance(o, tuple) else emitter.enum(o) for o in others)
+            options.append(f'"false\\">" ({json}) {close}')
         return options[0] if len(options) == 1 else f"({' | '.join(options)})"
 
     @staticmethod
@@ -327,12 +330,13 @@ class DeepSeekV32(DeepSeekPrompt, RawValueDialect):
         )
 
 
-def _split(frame: Frame, emitter: ValueEmitter) -> tuple[list[StringFrame | EnumFrame], Frame | None]:
-    """The options of ``frame`` written as raw strings, and the frame of
-    those written as JSON (``None``: none)."""
+def _split(frame: Frame, emitter: ValueEmitter) -> tuple[list[StringFrame | EnumFrame], list[Frame | tuple[Any, ...]]]:
+    """The options of ``frame`` written as raw strings, and those written
+    as JSON: frames of the schema, or the values of an enum that are no
+    strings."""
     options = [emitter.resolve(o) for o in frame.options] if isinstance(frame, UnionFrame) else [frame]
     strings: list[StringFrame | EnumFrame] = []
-    others: list[Frame] = []
+    others: list[Frame | tuple[Any, ...]] = []
     for option in options:
         if isinstance(option, FreeFrame):
             strings.append(StringFrame())
@@ -345,14 +349,12 @@ def _split(frame: Frame, emitter: ValueEmitter) -> tuple[list[StringFrame | Enum
             if texts:
                 strings.append(EnumFrame(texts))
             if rest:
-                others.append(EnumFrame(rest))
+                others.append(rest)
         else:
             others.append(option)
     if any(isinstance(s, StringFrame) and s == StringFrame() for s in strings):
         strings = [StringFrame()]
-    if not others:
-        return strings, None
-    return strings, others[0] if len(others) == 1 else UnionFrame(tuple(others))
+    return strings, others
 
 
 def _writes_as(frame: Frame, tool: NormalizedTool) -> str:
