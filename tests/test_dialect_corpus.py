@@ -188,6 +188,8 @@ MASKBENCH_COUNTS = {
     "deepseek_v32": {"accepted": 941, **SAMPLE_COUNTS},
     "deepseek_v4": {"accepted": 941, **SAMPLE_COUNTS},
     "deepseek_v41": {"accepted": 941, **SAMPLE_COUNTS},
+    "deepseek_v31": {"accepted": 941, **SAMPLE_COUNTS},
+    "deepseek_r1": {"accepted": 941, **SAMPLE_COUNTS},
 }
 
 
