@@ -11,8 +11,9 @@ XML-like tags, each tag opened by the special token ``｜DSML｜``::
 A string is written raw (``string="true"``), any other value as JSON
 (``string="false"``). The block's name and the tags' differ by version
 (:class:`DsmlTags`); the rest is the same. The grammar writes what
-DeepSeek's encoding writes; no value holds the text ``｜DSML｜``, so a
-value ends at its first closing tag and the parser reads the token's text.
+DeepSeek's encoding writes; no value holds the text ``｜DSML`` (the
+token's text less its last character), so a value ends at its first
+closing tag and the parser reads the token's text.
 
 Model drift the parser reads: a ``string`` attribute that disagrees with
 the value (``string="false"`` text that is no JSON is read as text, typed
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..frames.accepts import member_frames
 from ..frames.model import EnumFrame, Frame, FreeFrame, StringFrame, UnionFrame
@@ -40,9 +41,6 @@ from .deepseek_prompt import END_OF_SENTENCE, END_THINK, THINK, DeepSeekPrompt
 from .description import CallMarkup, CallSection, ReasoningMarkup
 from .raw_values import RawTextSyntax, RawValueDialect, ValueKind, raw_text, skip_space, top_level_value_kind
 from .segments import Malformed, MarkedText, Parsed, Partial, Raw, Value, held_back_all
-
-if TYPE_CHECKING:
-    pass
 
 DSML = "｜DSML｜"
 """The special token every tag starts with."""
