@@ -229,3 +229,11 @@ def test_each_parameter_keeps_its_own_types():
 
     assert compiled.check(call('{"k": 1}')).accepted and compiled.check(call("null")).accepted
     assert not compiled.check(call('["x"]')).accepted
+
+
+def test_names_with_runs_of_spaces_are_written_as_they_are():
+    tool = {"name": "two  spaces", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    compiled = compile_tools([tool], "deepseek_v32", "deepseek_v4", tool_choice="required")
+    text = render_tool_calls([{"name": "two  spaces", "arguments": {"n": 1}}], [tool], "deepseek_v32")
+    assert compiled.check(text).accepted
+    assert not compiled.check(text.replace("two  spaces", "two spaces")).accepted

@@ -137,7 +137,8 @@ class DeepSeekV32(DeepSeekPrompt, RawValueDialect):
                 frame, "", regex(_KEY_TEXT), opening, lambda value: self._value(value, emitter, "/additionalProperties")
             )
             members = emitter.members(frame, lambda k, v: member(k, v, f"/properties/{k}"), literal("\n"), extra, "")
-            bodies.append(f'{literal(tool.name + chr(34) + ">" + chr(10))} {members} "\\n"'.replace("  ", " "))
+            parts = (literal(tool.name + '">\n'), members, literal("\n"))  # members is empty for a call without arguments
+            bodies.append(" ".join(part for part in parts if part))
         return " | ".join(f"({body})" for body in bodies)
 
     def _value(self, frame: Frame, emitter: ValueEmitter, path: str) -> str:
