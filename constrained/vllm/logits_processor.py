@@ -44,6 +44,7 @@ import torch
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
 from ..dialects import DIALECTS
+from ..dialects.base import Markers
 from ..errors import ConstrainedError, OptionError
 from ..runtime.engine import EXTRA_ARGS_KEY, Compiled, EngineRows, ToolsRequest
 from ..runtime.frame_tracker import prepare_tables
@@ -162,12 +163,8 @@ def _served_dialects(tok: Tokenizer) -> list[str]:
     """The dialects whose call markers are all special tokens of the
     tokenizer: those its model writes (the tool parser is chosen in the
     front end, which the engine does not see)."""
-    served = []
-    for name, dialect in DIALECTS.items():
-        tokens = [tok.token_id(marker) for marker in dialect.markup.required_tokens]
-        if all(token is not None and tok.is_special(token) for token in tokens):
-            served.append(name)
-    return served
+    markers = Markers(tok)
+    return [name for name, dialect in DIALECTS.items() if all(map(markers.is_token, dialect.markup.required_tokens))]
 
 
 class _Slots:
