@@ -46,6 +46,7 @@ from constrained.tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import bfcl_entries  # noqa: E402  (the corpus reader the tests use)
 from report import environment, write_section  # noqa: E402
+from sample_tools import WRITE_FILE  # noqa: E402
 
 FAMILIES = {
     "deepseek_v32": "deepseek_v3_2", "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v4_1",
@@ -53,17 +54,7 @@ FAMILIES = {
 }  # fmt: skip
 """Dialect -> XGrammar's built-in structural tag for the same format."""
 TOKENIZER = dict.fromkeys(FAMILIES, "deepseek_v4")  # DeepSeek V4's vocabulary holds every DeepSeek marker
-WRITE = {
-    "type": "function",
-    "function": {
-        "name": "write_file",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["path", "content"],
-        },
-    },
-}
+WRITE = {"type": "function", "function": WRITE_FILE}  # write_file(path, content), as the tests have it
 KEYWORDS = {
     "type": "function",
     "function": {
