@@ -16,7 +16,7 @@ from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.dialects.base import Dialect
 from constrained.dialects.contract import APPENDED_RULES, grammar_rules, needed_rules
-from constrained.dialects.turn_rules import SECTION_RULES
+from constrained.dialects.turn_rules import SECTION_RULES, TEXT_CALL_RULES
 from constrained.errors import UnknownDialectError
 from constrained.grammar.lark import literal
 
@@ -42,6 +42,7 @@ def _lark(name: str) -> dict[str, str]:
 def _appended(dialect: Dialect) -> set[str]:
     """The rules the compiler appends to ``dialect``'s grammar (besides ``g_*``)."""
     own = {rule for rule, _ in dialect.markup.token_rules}
+    own |= set(TEXT_CALL_RULES) if dialect.markup.text_calls else set()
     return APPENDED_RULES | own | (set(SECTION_RULES) if dialect.markup.section else set())
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..grammar.syntax import JSON_SYNTAX
 from .base import Dialect, Markers
-from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
+from .description import CallMarkup, CallSection, ChatFormat, Drift, ReasoningMarkup, TextCalls
 from .registry import DIALECTS, ENTRY_POINT_GROUP, get_dialect, register_dialect
 from .segments import Malformed, Parsed, Value
 
@@ -15,6 +15,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "JSON_SYNTAX",
     "CallMarkup",
+    "CallSection",
     "ChatFormat",
     "Dialect",
     "Drift",
@@ -22,6 +23,7 @@ __all__ = [
     "Markers",
     "Parsed",
     "ReasoningMarkup",
+    "TextCalls",
     "Value",
     "get_dialect",
     "register_dialect",

@@ -13,11 +13,11 @@ import re
 from ..errors import DialectError
 from .base import Dialect
 from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
-from .turn_rules import SECTION_RULES
+from .turn_rules import LEAD_RULES, SECTION_RULES, TEXT_CALL_RULES
 
-APPENDED_RULES = frozenset({"start", "end_of_turn", "end_after_calls", "tool_body"})
+APPENDED_RULES = frozenset({"start", "end_of_turn", "end_after_calls", "tool_body", *LEAD_RULES})
 """Rules the compiler appends to every grammar (besides the ``g_*`` ones,
-a calls section's and the token rules: :mod:`.turn_rules`)."""
+a calls section's, text calls' and the token rules: :mod:`.turn_rules`)."""
 NAME = re.compile(r"[A-Za-z0-9_]+")
 """A dialect's name: also part of serving plug-ins' parser names."""
 
@@ -34,7 +34,9 @@ def grammar_rules(grammar: str) -> dict[str, str]:
 
 def needed_rules(dialect: Dialect) -> set[str]:
     """The rules the compiler refers to in ``dialect``'s grammar."""
-    needed = {"text", "call", dialect.value_syntax.free_rule, *(dialect.markup.text_calls or ())}
+    needed = {"text", "TEXT", "call", dialect.value_syntax.free_rule}
+    if dialect.markup.text_calls is not None:
+        needed |= {dialect.markup.text_calls.rest, dialect.markup.text_calls.later}
     if dialect.reasoning.tokens:
         needed |= {"reasoning", "reasoning_rest"}
     if dialect.markup.separator:
@@ -82,6 +84,7 @@ def _check_grammar(dialect: Dialect) -> None:
             "refers to (grammars/README.md lists what each rule writes)"
         )
     own = {rule for rule, _ in dialect.markup.token_rules} | (set(SECTION_RULES) if dialect.markup.section else set())
+    own |= set(TEXT_CALL_RULES) if dialect.markup.text_calls else set()
     appended = sorted(rule for rule in rules if rule in APPENDED_RULES | own or rule.lower().startswith("g_"))
     if appended:
         raise DialectError(

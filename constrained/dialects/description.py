@@ -20,6 +20,20 @@ KEY_ORDERS = ("schema", "alphabetical")
 
 
 @dataclass(frozen=True)
+class TextCalls:
+    """Calls the parser also reads without their opening marker (Qwen3-Coder
+    writes a bare ``<function=``): under ``tool_choice="auto"`` the grammar
+    lets a turn's first call be written so, right after the free text."""
+
+    opening: str
+    """The text such a call starts with (free text never holds it)."""
+    rest: str
+    """The ``.lark`` rule of the call after ``opening``."""
+    later: str
+    """The ``.lark`` rule of any later call, of either kind."""
+
+
+@dataclass(frozen=True)
 class CallSection:
     """Markers a turn's calls are written between, as a whole (DeepSeek's
     ``<｜DSML｜function_calls>``): the grammar writes ``lead``, ``opening``
@@ -59,10 +73,8 @@ class CallMarkup:
     other_tokens: tuple[str, ...] = ()
     """Further markers the grammar writes as single special tokens (Gemma's
     string delimiter): compiling fails where the tokenizer lacks one."""
-    text_calls: tuple[str, str] | None = None
-    """Under ``tool_choice="auto"``: the ``.lark`` rule of a first call that
-    holds the free text before it (its opening is text, so the text ends
-    where it begins) and the rule of any later call, or ``None``."""
+    text_calls: TextCalls | None = None
+    """Calls also read without their opening marker, or ``None``."""
     arguments_opening: re.Pattern[bytes] | None = None
     """In a dialect that writes a call's arguments as one JSON value: matches,
     in full, the call's markup from its opening token to where the arguments

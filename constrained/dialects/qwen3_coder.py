@@ -29,7 +29,7 @@ from ..grammar.lark import literal, literals, regex
 from ..grammar.regex import escape
 from ..grammar.syntax import JSON_SYNTAX
 from .base import Markers
-from .description import CallMarkup, Drift, ReasoningMarkup
+from .description import CallMarkup, Drift, ReasoningMarkup, TextCalls
 from .raw_values import (
     RawTextSyntax,
     RawValueDialect,
@@ -91,7 +91,7 @@ class Qwen3Coder(RawValueDialect):
     markup = CallMarkup(
         turn_ends=("<|im_end|>",),
         ends_after_calls=("<|im_end|>",),
-        text_calls=("text_bare_call", "any_call"),
+        text_calls=TextCalls(OPEN_FUNCTION, rest="bare_rest", later="any_call"),
         argument_key=_KEY_TEXT,
     )
     reasoning = ReasoningMarkup(

@@ -442,5 +442,25 @@ _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
 
 def fences_in(text: str, start: int, end: int | None = None) -> int:
     """How many code-fence lines (```) ``text[start:end]`` holds: a call
-    marker after an odd count is inside a fenced block."""
+    marker after an odd count is inside a fenced block. A line is the
+    whole text's: one that ``start`` is in counts when only blanks come
+    before ``start`` on it."""
+    while start > 0 and text[start - 1] in " \t":
+        start -= 1
     return len(_FENCE.findall(text, start, len(text) if end is None else end))
+
+
+_PLAIN_LINE = r"[ \t]*(?:[^ \t\n`][^\n]*|`(?:[^`\n][^\n]*)?|``(?:[^`\n][^\n]*)?)?"
+_FENCE_LINE = r"[ \t]*```[^\n]*"
+
+
+def paired_fences(line_start: bool) -> str:
+    """A regex of text whose code-fence lines, as :func:`fences_in` counts
+    them, come in pairs: a call marker right after such text is a call.
+    The grammar writes the text before a turn's first call so. Without
+    ``line_start`` the text goes on a line begun before it (after a
+    reasoning block's closing), so its first line is never a fence."""
+    plain, fence = _PLAIN_LINE, _FENCE_LINE
+    even = rf"(?:{plain}\n)*(?:{fence}\n(?:{plain}\n)*{fence}\n(?:{plain}\n)*)*"
+    lines = rf"{even}(?:{plain}|{fence}\n(?:{plain}\n)*{fence})"
+    return lines if line_start else rf"[^\n]*(?:\n{lines})?"

@@ -10,38 +10,85 @@ import re
 from collections.abc import Sequence
 
 from ..errors import CompileError, OptionError
-from ..grammar.lark import regex
+from ..grammar.lark import literal, regex
 from ..options import CompileOptions
 from .base import Dialect, Markers
-from .description import CallSection
+from .description import CallSection, TextCalls
+from .segments import paired_fences
 
-SECTION_RULES = ("section_open", "text_section_open", "section_close", "TEXT_TO_SECTION")
+SECTION_RULES = (
+    "section_open",
+    "text_section_open",
+    "TEXT_TO_SECTION",
+    "reasoning_text_section_open",
+    "REASONING_TEXT_TO_SECTION",
+    "section_close",
+)
 """The rules of a calls section (see :func:`section_rules`)."""
 
 
+LEAD_RULES = ("FENCES_PAIRED", "FENCES_PAIRED_IN_LINE", "lead_text", "LEAD_TEXT", "reasoning_lead_text", "REASONING_LEAD_TEXT")
+"""The rules of the free text before a turn's first call (see :func:`lead_rules`)."""
+TEXT_CALL_RULES = ("text_call", "TEXT_CALL_OPEN", "reasoning_text_call", "REASONING_TEXT_CALL_OPEN")
+"""The rules of a first call read without its opening (see :func:`text_call_rules`)."""
+
+
 def turn_rules(dialect: Dialect, markers: Markers, options: CompileOptions, has_tools: bool) -> list[str]:
-    """The start rule, the end-of-turn rules, the token rules and, where the
-    dialect writes its calls in a section, the section's rules."""
+    """The start rule, the end-of-turn rules, the token rules, the rules of
+    the text before calls and, where the dialect writes its calls in a
+    section, the section's rules."""
     markup = dialect.markup
     rules = [
         start_rule(dialect, markers, options, has_tools),
         f"end_of_turn: {_present(markup.turn_ends, markers)}",
         f"end_after_calls: {_present(markup.ends_after_calls, markers)}",
         *(f"{rule}: {markers(marker)}" for rule, marker in markup.token_rules),
+        *lead_rules(),
     ]
+    if markup.text_calls is not None:
+        rules += text_call_rules(markup.text_calls)
     if markup.section is not None:
         rules += section_rules(markup.section, markers, [marker for _, marker in markup.token_rules])
     return rules
 
 
+def lead_rules() -> list[str]:
+    """``lead_text``: the dialect's free text (``TEXT``) before a turn's
+    first call, and ``reasoning_lead_text`` the same after a reasoning
+    block. The parser reads a call marker after an odd number of code-fence
+    lines as text in a code block, so this text holds them in pairs."""
+    return [
+        f"FENCES_PAIRED: {regex(paired_fences(line_start=True))}",
+        f"FENCES_PAIRED_IN_LINE: {regex(paired_fences(line_start=False))}",
+        "lead_text: LEAD_TEXT",
+        "LEAD_TEXT: TEXT & FENCES_PAIRED",
+        "reasoning_lead_text: REASONING_LEAD_TEXT",
+        "REASONING_LEAD_TEXT: TEXT & FENCES_PAIRED_IN_LINE",
+    ]
+
+
+def text_call_rules(text_calls: TextCalls) -> list[str]:
+    """``text_call`` (and ``reasoning_text_call``): a first call read
+    without its opening, whose opening and the lead text before it are one
+    lexeme. llguidance's lexer does not backtrack, so text as a lexeme of
+    its own would take the opening's first characters in."""
+    opening = literal(text_calls.opening)
+    return [
+        f"text_call: TEXT_CALL_OPEN {text_calls.rest}",
+        f"TEXT_CALL_OPEN: (TEXT & FENCES_PAIRED)? {opening}",
+        f"reasoning_text_call: REASONING_TEXT_CALL_OPEN {text_calls.rest}",
+        f"REASONING_TEXT_CALL_OPEN: (TEXT & FENCES_PAIRED_IN_LINE)? {opening}",
+    ]
+
+
 def section_rules(section: CallSection, markers: Markers, named: Sequence[str]) -> list[str]:
     """``section_open`` (the lead, the opening and the inner text),
-    ``text_section_open`` (free text, then the opening: under ``auto``) and
-    ``section_close``. Where the opening starts with text before its first
-    token (DSML's ``<``), free text and that text are one lexeme, which may
-    end only right before the token: llguidance's lexer does not backtrack,
-    so text as a lexeme of its own would take the ``<`` in. That text never
-    spells one of the named tokens (the parser reads text)."""
+    ``text_section_open`` and ``reasoning_text_section_open`` (lead text,
+    then the opening: under ``auto``) and ``section_close``. Where the
+    opening starts with text before its first token (DSML's ``<``), the
+    lead text and that text are one lexeme, which may end only right before
+    the token (as in :func:`text_call_rules`). That text never spells one of
+    the named tokens (the parser reads text)."""
     tokens = [m for m in (*named, section.opening, section.closing) if markers.is_token(m)]
 
     def spelled(*texts: str) -> str:
@@ -52,17 +99,20 @@ def section_rules(section: CallSection, markers: Markers, named: Sequence[str]) 
     opening = spelled(section.opening, section.inner)
     first = min((section.opening.find(token) for token in tokens if token in section.opening), default=-1)
     if first == 0:
-        text_open = f"text_section_open: text? {opening}"
+        text_open = [f"text_section_open: lead_text? {opening}", f"reasoning_text_section_open: reasoning_lead_text? {opening}"]
     else:
         head, rest = (section.opening, "") if first < 0 else (section.opening[:first], section.opening[first:])
-        lexeme = regex(f"(?s:.*){re.escape(head)}")
-        if named:
-            lexeme += " & ~" + regex(f"(?s:.*)({'|'.join(map(re.escape, named))})(?s:.*)")
-        text_open = f"text_section_open: TEXT_TO_SECTION {spelled(rest, section.inner)}".rstrip()
-        text_open += f"\nTEXT_TO_SECTION: {lexeme}"
+        unnamed = " & ~" + regex(f"(?s:.*)({'|'.join(map(re.escape, named))})(?s:.*)") if named else ""
+        rest = spelled(rest, section.inner)
+        text_open = [
+            f"text_section_open: TEXT_TO_SECTION {rest}".rstrip(),
+            f"TEXT_TO_SECTION: ((TEXT & FENCES_PAIRED)? {literal(head)}){unnamed}",
+            f"reasoning_text_section_open: REASONING_TEXT_TO_SECTION {rest}".rstrip(),
+            f"REASONING_TEXT_TO_SECTION: ((TEXT & FENCES_PAIRED_IN_LINE)? {literal(head)}){unnamed}",
+        ]
     return [
         f"section_open: {spelled(section.lead, section.opening, section.inner)}",
-        text_open,
+        *text_open,
         f"section_close: {spelled(section.inner, section.closing)}",
     ]
 
@@ -81,9 +131,19 @@ def start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_
         )
     # An open block is the prompt's: the output must close it first (calls come after reasoning).
     reasoning = "reasoning_rest " if options.reasoning == "open" else "reasoning? " if options.reasoning and has_block else ""
+
+    def led(rule: str) -> str:
+        # Text before the first call starts a line, or goes on the line a reasoning block closed.
+        if not reasoning:
+            return rule
+        if reasoning == "reasoning_rest ":
+            return f"reasoning_rest reasoning_{rule}"
+        return f"(reasoning reasoning_{rule} | {rule})"
+
     markup = dialect.markup
     # Under auto, a dialect may read a call's opening in the text (qwen3_coder's bare <function=).
-    first, later = markup.text_calls if tool_choice == "auto" and markup.text_calls else (None, "call")
+    text_calls = markup.text_calls if tool_choice == "auto" else None
+    later = text_calls.later if text_calls else "call"
 
     def calls(first_call: str) -> str:
         if not options.parallel_tool_calls:
@@ -97,11 +157,11 @@ def start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_
     if markup.section is not None:
         section = f"{calls('call')} section_close end_after_calls"
         if tool_choice == "auto":
-            return f"start: {reasoning}text? end_of_turn | {reasoning}text_section_open {section}"
+            return f"start: {reasoning}text? end_of_turn | {led('text_section_open')} {section}"
         return f"start: {reasoning}section_open {section}"
     if tool_choice == "auto":
-        start = f"start: {reasoning}text? end_of_turn | {reasoning}text? {calls('call')} end_after_calls"
-        return start + (f" | {reasoning}{calls(first)} end_after_calls" if first else "")
+        start = f"start: {reasoning}text? end_of_turn | {led('lead_text?')} {calls('call')} end_after_calls"
+        return start + (f" | {calls(led('text_call'))} end_after_calls" if text_calls else "")
     return f"start: {reasoning}{calls('call')} end_after_calls"
 
 

@@ -200,11 +200,24 @@ class ToolCallStreamParser:
 
     # -- segments --------------------------------------------------------------------
 
+    def _line_context(self, at: int) -> int:
+        """Where the text to scan from ``at`` starts: the blanks before
+        ``at`` and the character before them, which say whether a fence
+        line starts there (:func:`fences_in`)."""
+        step = 64
+        while True:
+            start = max(0, at - step)
+            before = self._text.read(start, at)
+            blank = len(before) - len(before.rstrip(" \t"))
+            if blank < len(before) or start == 0:
+                return max(0, at - blank - 1)
+            step *= 2
+
     def _advance(self, *, final: bool) -> list[Delta]:
         deltas: list[Delta] = []
-        context = 1 if self._base > 0 else 0  # the character before, for a fence line's start
-        self._work_at = self._base - context
+        self._work_at = self._line_context(self._base)
         self._work = self._text.read(self._work_at)
+        context = self._base - self._work_at
         segments = [_moved(s, self._work_at) for s in self._reader.scan(self._work, context, self._fenced, self._after_call)]
         self._bodies.forget_unused()
         if not final and self._reasoning_may_form(segments):
