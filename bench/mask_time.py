@@ -106,11 +106,12 @@ FIRST, REPEATED = "constrained, first call", "constrained, repeated call"
 OTHER_VALUES = "constrained, other values"
 NEVER_SEEN = "constrained, call never seen"
 XGRAMMAR = "XGrammar 0.2.9"
-TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4", "deepseek_v4": "deepseek_v4"}
+TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4", "deepseek_v4": "deepseek_v4",
+             "kimi_k2": "kimi_k2"}
 XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "glm47": "glm_4_7", "hermes": "qwen_3", "gemma4": "gemma_4",
-                "deepseek_v4": "deepseek_v4"}
+                "deepseek_v4": "deepseek_v4", "kimi_k2": "kimi"}
 END = {"qwen3_coder": "<|im_end|>", "glm47": "<|endoftext|>", "hermes": "<|im_end|>", "gemma4": "<|tool_response>",
-       "deepseek_v4": "<｜end▁of▁sentence｜>"}
+       "deepseek_v4": "<｜end▁of▁sentence｜>", "kimi_k2": "<|im_end|>"}
 
 
 @dataclass
@@ -165,12 +166,12 @@ def workloads(bfcl_stride: int) -> list[Workload]:
                               rounds=CODING_ROUNDS))
     bfcl = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[::bfcl_stride]]
     mcp = mcp_cases()
-    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4"):
+    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2"):
         loads.append(Workload(dialect, f"BFCL (every {bfcl_stride}th entry)", bfcl))
         loads.append(Workload(dialect, "MCP corpus", mcp))
         loads.append(Workload(dialect, f"BFCL, other values (every {bfcl_stride}th entry)", bfcl, other_values=True))
     unseen = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[1::bfcl_stride]]
-    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4"):
+    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2"):
         loads.append(Workload(dialect, f"BFCL calls never seen (every {bfcl_stride}th from the 2nd)", unseen,
                               never_seen=True))
     return loads

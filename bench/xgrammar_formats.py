@@ -20,8 +20,8 @@ required, reasoning off):
   compiler with its cache off).
 
 Where the engines disagree, the first cases of each kind are shown.
-Mask and advance times per token for ``deepseek_v4`` are in the
-``mask_time`` section (``bench/mask_time.py``).
+Mask and advance times per token for ``deepseek_v4`` and ``kimi_k2`` are
+in the ``mask_time`` section (``bench/mask_time.py``).
 """
 
 from __future__ import annotations
@@ -50,10 +50,11 @@ from sample_tools import WRITE_FILE  # noqa: E402
 
 FAMILIES = {
     "deepseek_v32": "deepseek_v3_2", "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v4_1",
-    "deepseek_v31": "deepseek_v3_1", "deepseek_r1": "deepseek_r1",
+    "deepseek_v31": "deepseek_v3_1", "deepseek_r1": "deepseek_r1", "kimi_k2": "kimi",
 }  # fmt: skip
 """Dialect -> XGrammar's built-in structural tag for the same format."""
-TOKENIZER = dict.fromkeys(FAMILIES, "deepseek_v4")  # DeepSeek V4's vocabulary holds every DeepSeek marker
+TOKENIZER = {dialect: "kimi_k2" if dialect == "kimi_k2" else "deepseek_v4" for dialect in FAMILIES}
+"""DeepSeek V4's vocabulary holds every DeepSeek marker; Kimi's markers are in the built-in kimi_k2."""
 WRITE = {"type": "function", "function": WRITE_FILE}  # write_file(path, content), as the tests have it
 KEYWORDS = {
     "type": "function",
@@ -81,7 +82,7 @@ AWKWARD = [
     '{"debug": true}', "12", "true", "null", "[1, 2]", "",
     "def f(x):\n    return x\n\n\n", "line 1\r\nline 2\t\n", "  indented\n",
     "</parameter>", '<invoke name="x">', "</div> and </", "a</ parameter>b", 'string="false"',
-    "```json\n{}\n```", '"}', "function", "tool_call_end",
+    "```json\n{}\n```", '"}', "function", "tool_call_end", "functions.ping:0",
 ]  # fmt: skip
 
 

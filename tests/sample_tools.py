@@ -78,6 +78,16 @@ def added_up(deltas: Iterable[dict[str, Any]]) -> tuple[str, list[tuple[str, str
         failed.update(error["index"] for error in delta.get("tool_call_errors", []))
     return content, [tuple(calls[i]) for i in sorted(calls) if i not in failed]
 
+WEATHER_DAYS = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+    },
+}
+"""get_weather(city, days >= 1), a plain function (no ``type`` wrapper)."""
+
 
 def assert_stream_reads_as_parse(tools: Any, dialect: str, text: str, seed: int, splits: int = 6) -> None:
     """Fed in ``splits`` random splits (pieces of 1-9 characters), the stream

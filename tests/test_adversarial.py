@@ -436,7 +436,7 @@ def test_a_caller_deep_in_the_stack_gets_a_clear_error_not_a_recursion_error():
 
 MARKUP = [
     "</parameter>", '<|"|>', '"quoted"', "two\nlines", "<escape>", "</arg_value>", "a,b:{c}", "</tool_call>",
-    "\n</parameter>\n", "</｜DSML｜parameter>",
+    "\n</parameter>\n", "</｜DSML｜parameter>", "<|tool_call_end|>",
 ]  # fmt: skip
 # The markup strings each dialect cannot write, with its default tokenizer: a
 # special token, or a raw value's own closing.
@@ -449,6 +449,7 @@ UNWRITABLE = {
     "functiongemma": {"<escape>"},
     # DeepSeek's vocabulary has ｜DSML｜ as a token: in JSON too, a value cannot spell it.
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"), {"</｜DSML｜parameter>"}),
+    "kimi_k2": {"<|tool_call_end|>"},
 }
 NUMBERS = [i * 1.5 for i in range(10_000)]
 
@@ -713,6 +714,8 @@ _GLM_MARKUP = {"<", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _DSML_MARKUP = {"\n", '"', '<|"|>'}  # names and keys sit in double quotes
 # A name before <｜tool▁sep｜> holds no whitespace nor markup; keys are JSON.
 _DEEPSEEK_NAMES = {">", "<", "\n", "</parameter>", '<|"|>', "</arg_key>", "two words", " padded ", "<tool_call>"}
+# A name in a Kimi call id holds no whitespace, "<" nor "|"; keys are JSON.
+_KIMI_NAMES = {"<", "\n", "</parameter>", '<|"|>', "</arg_key>", "two words", " padded ", "<tool_call>"}
 _GEMMA_KEYS = {"<", "</parameter>", "{", "}", ",", '<|"|>', "</arg_key>", "[", "", "<tool_call>"}
 # Per dialect: tool names and argument keys it refuses (besides the lone
 # surrogate, refused everywhere); "<tool_call>" is a special token of qwen3.
@@ -725,6 +728,7 @@ REFUSED = {
     "functiongemma": ({"{"}, _GEMMA_KEYS),
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), (_DSML_MARKUP, _DSML_MARKUP | {""})),
     **dict.fromkeys(("deepseek_v31", "deepseek_r1"), (_DEEPSEEK_NAMES, set())),
+    "kimi_k2": (_KIMI_NAMES, set()),
 }
 
 
@@ -790,6 +794,7 @@ WRONG_TOKENIZER = {
     "functiongemma": ("qwen3", ["<start_function_call>", "<end_function_call>", "<escape>"]),
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), ("qwen3", ["｜DSML｜"])),
     **dict.fromkeys(("deepseek_v31", "deepseek_r1"), ("qwen3", ["<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"])),
+    "kimi_k2": ("qwen3", ["<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"]),
 }
 
 

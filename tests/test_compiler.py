@@ -144,6 +144,7 @@ WRITE_CALL.update(dsml(
 WRITE_ARGUMENTS = '{"path": "notes/out.txt", "content": "line 1\\nline 2", "overwrite": true}'
 WRITE_CALL["deepseek_v31"] = f"<｜tool▁call▁begin｜>write_file<｜tool▁sep｜>{WRITE_ARGUMENTS}<｜tool▁call▁end｜>"
 WRITE_CALL["deepseek_r1"] = f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>write_file\n```json\n{WRITE_ARGUMENTS}\n```<｜tool▁call▁end｜>"
+WRITE_CALL["kimi_k2"] = f"<|tool_call_begin|>functions.write_file:0<|tool_call_argument_begin|>{WRITE_ARGUMENTS}<|tool_call_end|>"
 # get_time(tz="UTC"), by hand.
 TIME_CALL = {
     "qwen3_coder": "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>",
@@ -155,11 +156,13 @@ TIME_CALL = {
     **dsml('<｜DSML｜invoke name="get_time">\n<｜DSML｜parameter name="tz" string="true">UTC</｜DSML｜parameter>\n</｜DSML｜invoke>'),
     "deepseek_v31": '<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"tz": "UTC"}<｜tool▁call▁end｜>',
     "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{"tz": "UTC"}\n```<｜tool▁call▁end｜>',
+    "kimi_k2": '<|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{"tz": "UTC"}<|tool_call_end|>',
 }
 # What opens a call as a special token (in DSML, the token every tag starts
 # with), and what closes one.
 TRIGGER = {name: dialect.markup.required_tokens[0] for name, dialect in DIALECTS.items()}
 TRIGGER.update(dict.fromkeys(("deepseek_v31", "deepseek_r1"), "<｜tool▁calls▁begin｜>"))  # a block's opening token
+TRIGGER["kimi_k2"] = "<|tool_calls_section_begin|>"
 CALL_CLOSE = {name: dialect.markup.close for name, dialect in DIALECTS.items()}
 
 
@@ -175,7 +178,7 @@ REASONING = {
     "glm45": "<think>The user wants the notes saved.</think>\n",
     "glm47": "<think>The user wants the notes saved.</think>",
     "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
-    **dict.fromkeys([*dsml(""), "deepseek_v31", "deepseek_r1"], "<think>The user wants the notes saved.</think>"),
+    **dict.fromkeys([*dsml(""), "deepseek_v31", "deepseek_r1", "kimi_k2"], "<think>The user wants the notes saved.</think>"),
 }
 TEXT = "Sure, I will save the notes. Anything else?"
 
@@ -813,6 +816,8 @@ def test_every_mcp_tool_compiles(dialect):
         "deepseek_v31": '<｜tool▁call▁begin｜>fetch<｜tool▁sep｜>{"url": "https://example.com/a?b=1", "max_length": 2000}<｜tool▁call▁end｜>',
         "deepseek_r1": "<｜tool▁call▁begin｜>function<｜tool▁sep｜>fetch\n```json\n"
         '{"url": "https://example.com/a?b=1", "max_length": 2000}\n```<｜tool▁call▁end｜>',
+        "kimi_k2": "<|tool_call_begin|>functions.fetch:0<|tool_call_argument_begin|>"
+        '{"url": "https://example.com/a?b=1", "max_length": 2000}<|tool_call_end|>',
         **dsml(
             '<｜DSML｜invoke name="fetch">\n<｜DSML｜parameter name="url" string="true">https://example.com/a?b=1</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="max_length" string="false">2000</｜DSML｜parameter>\n</｜DSML｜invoke>'
@@ -839,6 +844,7 @@ def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
         "functiongemma": "<start_function_call>call:tag{label:<escape>keep<escape>,n:2}<end_function_call>",
         "deepseek_v31": '<｜tool▁call▁begin｜>tag<｜tool▁sep｜>{"label": "keep", "n": 2}<｜tool▁call▁end｜>',
         "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>tag\n```json\n{"label": "keep", "n": 2}\n```<｜tool▁call▁end｜>',
+        "kimi_k2": '<|tool_call_begin|>functions.tag:0<|tool_call_argument_begin|>{"label": "keep", "n": 2}<|tool_call_end|>',
         **dsml(
             '<｜DSML｜invoke name="tag">\n<｜DSML｜parameter name="label" string="true">keep</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="n" string="false">2</｜DSML｜parameter>\n</｜DSML｜invoke>'

@@ -6,21 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from sample_tools import assert_stream_reads_as_parse
+from sample_tools import WEATHER_DAYS, assert_stream_reads_as_parse
 
 from constrained import compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import get_dialect
 from constrained.frames.toolset import normalize_tools
 from constrained.runtime.constraint import ToolCallConstraint
 
-WEATHER = {
-    "name": "get_weather",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-        "required": ["city"],
-    },
-}
+WEATHER = WEATHER_DAYS
 PING = {"name": "ping", "parameters": {"type": "object", "properties": {}}}
 TOOLS = [WEATHER, PING]
 V31 = (

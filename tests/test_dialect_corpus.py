@@ -67,7 +67,7 @@ TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.item
 # What a model writes between two calls of one turn.
 
 
-JSON_ARGUMENTS = ("hermes", "deepseek_v31", "deepseek_r1")
+JSON_ARGUMENTS = ("hermes", "deepseek_v31", "deepseek_r1", "kimi_k2")
 """The dialects that write a call's arguments as one JSON object."""
 
 
@@ -190,6 +190,7 @@ MASKBENCH_COUNTS = {
     "deepseek_v41": {"accepted": 941, **SAMPLE_COUNTS},
     "deepseek_v31": {"accepted": 941, **SAMPLE_COUNTS},
     "deepseek_r1": {"accepted": 941, **SAMPLE_COUNTS},
+    "kimi_k2": {"accepted": 941, **SAMPLE_COUNTS},
 }
 
 
@@ -288,6 +289,9 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
         chosen = get_dialect(dialect)
         body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
         return f"{chosen.markup.open}{chosen.head.format(name=name)}{{{body}}}{chosen.tail}{chosen.markup.close}"
+    if dialect == "kimi_k2":
+        body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
+        return f"<|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{{{body}}}<|tool_call_end|>"
     dsml = get_dialect(dialect)
     if isinstance(dsml, DeepSeekV32):
         tags = dsml.tags

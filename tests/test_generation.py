@@ -331,9 +331,37 @@ def test_the_embedded_model_writes_a_valid_call_in_deepseeks_format(lm: LoadedMo
     # markers as a space (a vocabulary made for this test, not a model's).
     text = b"".join(tok.token_bytes(token) for token in result.token_ids if token not in tok.eos_token_ids).decode()
     assert text.startswith(("\n\n<｜DSML｜", "<｜tool▁calls▁begin｜>")), text
+    assert_valid_time_calls(text, tools, dialect)
+
+
+def assert_valid_time_calls(text: str, tools: list[Any], dialect: str) -> None:
+    """``text`` reads as one or more valid calls of ``get_current_time``."""
     parsed = parse_tool_calls(text, tools, dialect)
     assert parsed.errors == [] and len(parsed.tool_calls) >= 1, text
     schema = tools[0].parameters
     for call in parsed.tool_calls:
         assert call["function"]["name"] == "get_current_time"
         jsonschema.validate(json.loads(call["function"]["arguments"]), schema)
+
+
+@functools.cache
+def gemma_with_kimi_markers() -> Any:
+    """Gemma 3's vocabulary with Kimi K2's markers in unused control slots
+    (62-69): only the constraint brings the model to write Kimi's calls."""
+    from constrained.tokenizers.gemma import GemmaVocabulary
+
+    markers = {62: "<|im_end|>", 63: "<think>", 64: "</think>", 65: "<|tool_calls_section_begin|>",
+               66: "<|tool_calls_section_end|>", 67: "<|tool_call_begin|>", 68: "<|tool_call_argument_begin|>",
+               69: "<|tool_call_end|>"}
+    return GemmaVocabulary(name="gemma3-kimi-markers", eos_token_ids=(62, 1), renames=markers).load(None, None)
+
+
+def test_the_embedded_model_writes_a_valid_call_in_kimis_format(lm: LoadedModel) -> None:
+    tok = gemma_with_kimi_markers()
+    tools = [server_tools("time")["get_current_time"]]
+    result = generate(lm.model, tok, "What time is it in Paris?", tools, "kimi_k2", tool_choice="required",
+                      reasoning=False, max_new_tokens=96)
+    assert isinstance(result, GenerationResult)
+    text = b"".join(tok.token_bytes(token) for token in result.token_ids if token not in tok.eos_token_ids).decode()
+    assert text.startswith("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_current_time:"), text
+    assert_valid_time_calls(text, tools, "kimi_k2")

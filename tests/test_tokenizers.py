@@ -112,6 +112,8 @@ MARKED["deepseek_v4"] = ("<think>plan</think><｜tool▁calls▁begin｜><｜too
                          '{"city": "Tokyo"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>')
 MARKED["o200k_harmony"] = ('<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json'
                            '<|message|>{"city": "Tokyo"}<|call|>')
+MARKED["kimi_k2"] = ("<think>plan</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                     '<|tool_call_argument_begin|>{"city": "Tokyo"}<|tool_call_end|><|tool_calls_section_end|><|im_end|>')
 MARKED["llama3"] = ('<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>'
                     '{"name": "get_weather", "parameters": {"city": "Tokyo"}}<|eom_id|>')
 
@@ -186,7 +188,7 @@ def test_kept_encodings_are_fresh_lists():
 def test_padding_rows_are_empty(builtin):
     name, tok = builtin
     table, special = tok.token_table
-    defined = tok.backend.get_vocab_size(with_added_tokens=True)
+    defined = max(tok.backend.get_vocab(with_added_tokens=True).values()) + 1
     assert all(b == b"" for b in table[defined:])
     assert not special & set(range(defined, tok.vocab_size))
 

@@ -64,7 +64,8 @@ def test_a_constrained_request_carries_the_plugins_constraint_and_no_structural_
     assert request.skip_special_tokens is False
 
 
-@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47", "hermes", "gemma4", "deepseek_v32", "deepseek_v41", "deepseek_v31", "deepseek_r1"])
+@pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47", "hermes", "gemma4", "deepseek_v32", "deepseek_v41", "deepseek_v31", "deepseek_r1",
+                                     "kimi_k2"])
 def test_whole_and_streamed_outputs_give_the_exact_arguments(dialect):
     request = chat()
     text = "Writing it.\n" + render_tool_calls([{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], dialect)

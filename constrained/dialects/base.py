@@ -126,13 +126,7 @@ class Dialect(ABC):
     def _history_call(self, call: Mapping[str, Any], tools: Mapping[str, NormalizedTool]) -> str:
         """An earlier call of the conversation (OpenAI ``tool_calls`` entry,
         arguments as a dict or JSON text), written as the model writes calls."""
-        function = call.get("function", call)
-        name, arguments = function.get("name"), function.get("arguments", {})
-        if name not in tools:
-            raise ArgumentError(f"the conversation calls tool {name!r}, which is not among the tools", argument="messages")
-        if isinstance(arguments, str):
-            arguments = json.loads(arguments)
-        return self.render_call(tools[name], arguments, self.chat.trained_key_order)
+        return self.render_call(*history_call(call, tools), self.chat.trained_key_order)
 
     def declare_tools(self, tools: Sequence[NormalizedTool]) -> str:
         """The tools as the system turn declares them: OpenAI function
@@ -282,6 +276,11 @@ class Dialect(ABC):
     def render_call(self, tool: NormalizedTool, arguments: dict[str, Any], key_order: str) -> str:
         """The text of one call, as the family's chat template writes it."""
 
+    def render_calls(self, calls: Sequence[tuple[NormalizedTool, dict[str, Any]]], key_order: str) -> str:
+        """The text of a turn's calls (tool, arguments), in their section
+        where the dialect has one."""
+        return self.markup.calls_text([self.render_call(tool, arguments, key_order) for tool, arguments in calls])
+
     @staticmethod
     def argument_objects(tool: NormalizedTool) -> tuple[ObjectFrame, ...]:
         """The object frames a call's arguments may take (several when the
@@ -327,3 +326,13 @@ def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> A
             for i, item in enumerate(value)
         ]
     return value
+
+
+def history_call(call: Mapping[str, Any], tools: Mapping[str, NormalizedTool]) -> tuple[NormalizedTool, dict[str, Any]]:
+    """The tool and arguments of an earlier call of the conversation (OpenAI
+    ``tool_calls`` entry, arguments as a dict or JSON text)."""
+    function = call.get("function", call)
+    name, arguments = function.get("name"), function.get("arguments", {})
+    if name not in tools:
+        raise ArgumentError(f"the conversation calls tool {name!r}, which is not among the tools", argument="messages")
+    return tools[name], json.loads(arguments) if isinstance(arguments, str) else arguments

@@ -93,18 +93,7 @@ class DeepSeekV31(DeepSeekPrompt):
         return f"{self.markup.open}{self.head.format(name=tool.name)}{ordered}{self.tail}{self.markup.close}"
 
     def partial_body(self, body: str, resume: Partial | None = None) -> Partial:
-        """The complete members of the arguments so far, where the call is
-        written as the grammar writes it (else it is read when complete)."""
-        if resume is not None:
-            assert resume.name is not None
-            return read_members(body, resume.name, 0, list(resume.pairs))
-        head, head_so_far = self._heads()
-        found = head.match(body)
-        if found is not None:
-            return read_members(body, found.group("name"), found.end(), [])
-        if not head_so_far.fullmatch(body):  # (read when complete)
-            raise Malformed("the call is not written as the grammar writes it")
-        return Partial()
+        return partial_arguments(body, resume, *self._heads())
 
     @classmethod
     def _heads(cls) -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -149,7 +138,7 @@ class DeepSeekV31(DeepSeekPrompt):
         name = name.strip()
         if not separator or not _NAME.fullmatch(name):
             raise Malformed("expected the tool name, then <｜tool▁sep｜> and the arguments", name or None)
-        return name, _arguments(arguments, name)
+        return name, json_arguments(arguments, name)
 
 
 class DeepSeekR1(DeepSeekV31):
@@ -178,10 +167,26 @@ class DeepSeekR1(DeepSeekV31):
         name = name.strip()
         if not _NAME.fullmatch(name):
             raise Malformed("expected the tool name after <｜tool▁sep｜>", name or None)
-        return name, _arguments(arguments, name)
+        return name, json_arguments(arguments, name)
 
 
-def _arguments(text: str, name: str) -> list[tuple[str, Value]]:
+def partial_arguments(body: str, resume: Partial | None, head: re.Pattern[str], head_so_far: re.Pattern[str]) -> Partial:
+    """The complete members of a call's JSON arguments so far, where the
+    call is written as the grammar writes it: ``head`` (the markup up to
+    the arguments' ``{``, group ``name``), of which ``head_so_far`` matches
+    any start (else the call is read when complete)."""
+    if resume is not None:
+        assert resume.name is not None
+        return read_members(body, resume.name, 0, list(resume.pairs))
+    found = head.match(body)
+    if found is not None:
+        return read_members(body, found.group("name"), found.end(), [])
+    if not head_so_far.fullmatch(body):  # (read when complete)
+        raise Malformed("the call is not written as the grammar writes it")
+    return Partial()
+
+
+def json_arguments(text: str, name: str) -> list[tuple[str, Value]]:
     """The arguments object ``text`` holds (in a ``json`` fence or not);
     one given as a JSON-encoded string is read as the object it encodes."""
     fenced = _FENCE.match(text)

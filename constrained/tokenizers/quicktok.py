@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,6 +72,34 @@ class QuicktokVocabulary(BuiltinVocabulary):
             raise TokenizerError(f"{special_path}: the special tokens do not follow the ranks' ids")
         added = [(by_id[i], True) for i in sorted(by_id)]
         return build_ranks_bpe(ranks, self.pattern, added, nfc=False, whole_piece_first=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarkedVocabulary(QuicktokVocabulary):
+    """For a family no package ships the vocabulary of: the ranks of
+    ``ranks_file`` split by ``pattern`` (another family's text encoding),
+    and the family's own special tokens ``expected`` at their own ids past
+    them (the rows between hold no token). Its markers are the family's,
+    token for token; its plain text is not."""
+
+    special_file: str = ""
+    renames: Mapping[int, str] = field(default_factory=dict)
+
+    def source(self) -> Source:
+        try:
+            import quicktok
+        except ImportError as e:
+            raise MissingExtraError(f"built-in tokenizer {self.name!r}", MORE_TOKENIZERS_EXTRA, name="quicktok") from e
+        path = Path(quicktok.__file__).resolve().parent / "data" / self.ranks_file
+        if not path.is_file():
+            raise TokenizerError(f"built-in tokenizer {self.name!r}: {path} missing from {_DIST} {package_version(_DIST)}")
+        return [_DIST, package_version(_DIST), path.stat().st_size, sorted(self.expected.items())], lambda: self._marked(path)
+
+    def _marked(self, ranks_path: Path) -> tokenizers.Tokenizer:
+        ranks = read_quicktok_ranks(ranks_path)
+        if min(self.expected.values()) < len(ranks):
+            raise TokenizerError(f"{ranks_path}: {len(ranks)} ranks reach the family's special tokens")
+        return build_ranks_bpe(ranks, self.pattern, [], nfc=False, whole_piece_first=True, placed=self.expected)
 
 
 def read_quicktok_ranks(path: Path) -> dict[bytes, int]:

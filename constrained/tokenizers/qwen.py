@@ -81,7 +81,7 @@ def _build_qwen(spec: QwenVocabulary, ranks_path: Path) -> tokenizers.Tokenizer:
 
 def build_ranks_bpe(
     ranks: Mapping[bytes, int], pattern: str, added: Sequence[tuple[str, bool]], *, nfc: bool,
-    whole_piece_first: bool = False,
+    whole_piece_first: bool = False, placed: Mapping[str, int] | None = None,
 ) -> tokenizers.Tokenizer:
     """A tiktoken encoding as a ``tokenizers`` byte-level BPE, the way the
     published ``tokenizer.json`` files of these models are built: merges come
@@ -89,7 +89,9 @@ def build_ranks_bpe(
     is split by ``pattern`` (after NFC when ``nfc``), and the ``added`` tokens
     (content, special flag) follow the ranks' ids in order. With
     ``whole_piece_first`` a piece that is itself a token is kept whole, as
-    tiktoken does (``ignore_merges`` in Llama 3's ``tokenizer.json``)."""
+    tiktoken does (``ignore_merges`` in Llama 3's ``tokenizer.json``).
+    ``placed`` special tokens sit at the ids given, past the ranks (the
+    rows between them hold no token)."""
     tk = tokenizers_module()
     from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import BPE
@@ -116,7 +118,7 @@ def build_ranks_bpe(
     by_rank = {r: b for b, r in ranks.items()}
     merge_pairs = [(spell(by_rank[a]), spell(by_rank[b])) for _, a, b in merges]
 
-    backend = tk.Tokenizer(BPE(vocab=vocab, merges=merge_pairs, fuse_unk=False, byte_fallback=False,
+    backend = tk.Tokenizer(BPE(vocab={**vocab, **(placed or {})}, merges=merge_pairs, fuse_unk=False, byte_fallback=False,
                                continuing_subword_prefix="", end_of_word_suffix="", ignore_merges=whole_piece_first))
     if nfc:
         backend.normalizer = normalizers.NFC()
@@ -127,5 +129,7 @@ def build_ranks_bpe(
     backend.decoder = decoders.ByteLevel()
     backend.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     backend.add_tokens([AddedToken(c, special=s, normalized=False) for c, s in added])
+    # A token already in the model's vocabulary keeps its id when added.
+    backend.add_tokens([AddedToken(c, special=True, normalized=False) for c in placed or {}])
     return backend
 
