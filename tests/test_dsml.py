@@ -141,6 +141,31 @@ def test_the_parser_reads_what_models_drift_to():
     assert result.tool_calls == [] and result.content == "Text." + broken and result.errors
 
 
+PING = {"name": "ping", "parameters": {"type": "object", "properties": {}}}
+
+
+@pytest.mark.parametrize("name", VERSIONS)
+def test_a_self_closing_invoke_is_a_call_with_no_arguments(name):
+    """V4 writes a zero-argument call as one tag, ``<｜DSML｜invoke name="x"/>``."""
+    tools = [WRITE, PING]
+    block = version_text(name, V32_CALL)
+    short = '<｜DSML｜invoke name="ping"/>'
+    before_write = V32_CALL.replace('<｜DSML｜invoke name="write_file">', short + '\n<｜DSML｜invoke name="write_file">')
+    alone = "Pinging.\n\n<｜DSML｜function_calls>\n" + short.replace("/>", " />") + "\n</｜DSML｜function_calls>"
+    cases = ((before_write, ["ping", "write_file"], "\n"), (alone, ["ping"], "Pinging."))
+    for text, names, content in ((version_text(name, text), names, content) for text, names, content in cases):
+        result = parse_tool_calls(text, tools, name)
+        assert [c["function"]["name"] for c in result.tool_calls] == names and result.errors == [], (text, result)
+        assert json.loads(result.tool_calls[0]["function"]["arguments"]) == {}
+        assert result.content == content, result.content
+        assert_stream_reads_as_parse(tools, name, text, seed=5)
+    # A tool with a required argument called so is rejected by name; a "/>" in a value is text.
+    result = parse_tool_calls(version_text(name, short.replace("ping", "write_file")), tools, name)
+    assert result.tool_calls == [] and "write_file" in str(result.errors[0])
+    (call,) = parse_tool_calls(block.replace("x = 1\n", '<br class="a"/>'), tools, name).tool_calls
+    assert json.loads(call["function"]["arguments"])["content"] == '<br class="a"/>'
+
+
 def test_content_keeps_the_text_and_the_block_is_markup():
     result = parse_tool_calls("Writing it." + V32_CALL, [WRITE], "deepseek_v32")
     assert result.content == "Writing it." and len(result.tool_calls) == 1

@@ -270,6 +270,7 @@ class Dialect(ABC):
             fenced=fenced,
             section=self.markup.section,
             after_call=after_call,
+            self_closing=self.drift.self_closing,
         )
 
     @abstractmethod

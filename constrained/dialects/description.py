@@ -155,6 +155,10 @@ class Drift:
     python_literals: bool = False
     """Whether raw values may be ``True``/``False``/``None`` (the family's
     template writes them; the grammar lets them too)."""
+    self_closing: re.Pattern[str] | None = None
+    """Matches, right after a call's opening, the rest of a call written
+    with no body and no closing marker (DeepSeek V4's zero-argument
+    ``<｜DSML｜invoke name="NAME"/>``), group ``name`` the tool's name."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from ..grammar.lark import literal, regex
 from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from .base import Markers, openai_function
 from .deepseek_prompt import END_OF_SENTENCE, END_THINK, THINK, DeepSeekPrompt
-from .description import CallMarkup, CallSection, ReasoningMarkup
+from .description import CallMarkup, CallSection, Drift, ReasoningMarkup
 from .raw_values import RawTextSyntax, RawValueDialect, ValueKind, raw_text, skip_space, top_level_value_kind
 from .segments import Malformed, MarkedText, Parsed, Partial, Raw, Value, held_back_all
 
@@ -115,6 +115,7 @@ class DeepSeekV32(DeepSeekPrompt, RawValueDialect):
     grammar_source = grammar(tags)
     markup = tags.markup()
     reasoning = ReasoningMarkup(tokens=(THINK, END_THINK), thinks_by_default=False, prompt_opens=True)
+    drift = Drift(self_closing=re.compile(r'(?P<name>[^"\n]+)"[ \t]*/>'))  # V4's zero-argument invoke
     any_guard = re.compile(re.escape(HELD_OUT))
 
     def values_syntax(self, markers: Markers) -> ValueSyntax:

@@ -289,6 +289,7 @@ def scan(
     fenced: bool = False,
     section: CallSection | None = None,
     after_call: bool = False,
+    self_closing: re.Pattern[str] | None = None,
 ) -> Iterator[Segment | CallSegment]:
     """Split ``text`` into reasoning (a leading block), plain text and calls
     between ``call_open`` and ``call_close``. A call marker inside a fenced
@@ -301,8 +302,9 @@ def scan(
     and the fence state there, so a scan can resume at ``start`` with
     ``fenced``: at a segment's start (:attr:`Segment.fenced`), or in a text
     segment before any call marker, where no code-fence line is cut (the
-    character before ``start`` is no space, tab or backtick; it must be in
-    ``text``, as ``^`` of a fence line looks at it).
+    character before ``start`` is no space, tab or backtick; the blanks
+    before a segment's start and the character before them must be in
+    ``text``, as a fence line's start looks at them: :func:`fences_in`).
 
     With a calls ``section``, its opening right before a call (with the
     section's lead before it, when there, and any whitespace after it) is a
@@ -344,24 +346,33 @@ def scan(
             fenced ^= fences_in(text, position, opening) % 2 == 1
         close = text.find(call_close, opening + len(call_open))
         end = len(text) if close < 0 else close + len(call_close)
-        markup = text[opening:end]
-        if fenced:
-            yield CallSegment(markup, opening, end, None, error=FENCED, fenced=True)
+        short = self_closing.match(text, opening + len(call_open)) if self_closing and not fenced else None
+        if short is not None and (close < 0 or short.end() <= close):
+            end = short.end()
+            yield CallSegment(text[opening:end], opening, end, short.group("name"))
+        elif fenced:
+            yield CallSegment(text[opening:end], opening, end, None, error=FENCED, fenced=True)
         elif close < 0 and not cut_off_call:
-            yield CallSegment(markup, opening, end, None, error=f"the call is not closed with {call_close!r}")
+            yield CallSegment(text[opening:end], opening, end, None, error=f"the call is not closed with {call_close!r}")
         else:
-            try:
-                name, pairs = parse_body(text[opening + len(call_open) : close if close >= 0 else end])
-            except Malformed as exc:
-                cut_off = f"the call is not closed with {call_close!r}, and is incomplete without it: "
-                yield CallSegment(markup, opening, end, exc.name, error=(cut_off if close < 0 else "") + exc.reason)
-            else:
-                yield CallSegment(markup, opening, end, name, tuple(pairs))
+            yield _read_call(text, opening, end, text[opening + len(call_open) : close if close >= 0 else end],
+                             parse_body, "" if close >= 0 else call_close)
         position = end
         closing = _closing_markup(text, position, section, fenced)
         if closing is not None:
             yield closing
             position = closing.end
+
+
+def _read_call(text: str, opening: int, end: int, body: str, parse_body: BodyParser, missing_close: str) -> CallSegment:
+    """The call at ``text[opening:end]`` as ``parse_body`` reads ``body``
+    (``missing_close``: the closing marker it lacks, if it does)."""
+    try:
+        name, pairs = parse_body(body)
+    except Malformed as exc:
+        cut_off = f"the call is not closed with {missing_close!r}, and is incomplete without it: " if missing_close else ""
+        return CallSegment(text[opening:end], opening, end, exc.name, error=cut_off + exc.reason)
+    return CallSegment(text[opening:end], opening, end, name, tuple(pairs))
 
 
 def _before_call(text: str, start: int, call: int, fenced: bool, section: CallSection | None) -> Iterator[Segment]:
