@@ -41,8 +41,12 @@ _NAME_TEXT = r"[^\s<|]+"
 _NAME = re.compile(_NAME_TEXT)
 """A tool name: no whitespace (the call's id ends at the arguments' token) and no markup."""
 _ID = re.compile(rf"(?:functions\.)?(?P<name>{_NAME_TEXT}):(?P<index>[0-9]+)")
-_HEAD = re.compile(rf"functions\.(?P<name>{_NAME_TEXT}):[0-9]+{re.escape(ARGUMENTS)}\{{")
+_OPENING = rf"functions\.(?P<name>{_NAME_TEXT}):[0-9]+{re.escape(ARGUMENTS)}"
+"""A call's markup from after its opening token to where the arguments begin."""
+_HEAD = re.compile(_OPENING + r"\{")
 _HEAD_SO_FAR = re.compile(rf"{starts_of('functions.')}|functions\.[^\s<|]*(?::[0-9]*{starts_of(ARGUMENTS + '{')})?")
+_ROLE_TOKENS = {"user": "<|im_user|>", "assistant": "<|im_assistant|>"}
+"""The token a turn opens with, by role (every other role: ``<|im_system|>``)."""
 _SYSTEM = "You are Kimi, an AI assistant created by Moonshot AI."
 """The system turn Kimi's template writes when the conversation has none."""
 
@@ -76,17 +80,12 @@ class KimiK2(Dialect):
         separator="",
         section=CallSection("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
         other_tokens=(ARGUMENTS,),
-        arguments_opening=re.compile(rf"functions\.(?P<name>{_NAME_TEXT}):[0-9]+{re.escape(ARGUMENTS)}".encode()),
+        arguments_opening=re.compile(_OPENING.encode()),
     )
     reasoning = ReasoningMarkup(tokens=("<think>", "</think>"))
     chat = ChatFormat(
         turn="{role}<|im_middle|>{text}" + IM_END,
-        roles={
-            "system": "<|im_system|>system",
-            "user": "<|im_user|>user",
-            "assistant": "<|im_assistant|>assistant",
-            "tool": "<|im_system|>tool",
-        },
+        roles={role: _ROLE_TOKENS.get(role, "<|im_system|>") + role for role in ("system", "user", "assistant", "tool")},
     )
     grammar_source = _GRAMMAR
 
@@ -140,9 +139,10 @@ class KimiK2(Dialect):
             text += f"<|im_system|>system<|im_middle|>{_SYSTEM}{IM_END}"
         answered = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and not m.get("tool_calls")), default=-1)
         ids: dict[str, str] = {}  # the conversation's call ids, as this prompt writes them
+        opening = self.chat.turn.split("{text}")[0]
         for index, message in enumerate(messages):
             role, content = str(message.get("role", "user")), message_text(message.get("content"))
-            text += self.chat.turn.split("{text}")[0].format(role=self._role(message))
+            text += opening.format(role=_ROLE_TOKENS.get(role, "<|im_system|>") + str(message.get("name") or role))
             if role == "assistant":
                 thought = message_text(message.get("reasoning_content")) if index > answered else ""
                 text += f"<think>{thought}</think>{content}" + self._calls(message.get("tool_calls") or (), by_name, ids)
@@ -152,13 +152,7 @@ class KimiK2(Dialect):
             else:
                 text += content
             text += IM_END
-        return text + self.chat.turn.split("{text}")[0].format(role=self.chat.roles["assistant"])
-
-    def _role(self, message: dict[str, Any]) -> str:
-        """A turn's opening token and name (a message's own ``name`` first)."""
-        role = str(message.get("role", "user"))
-        marker = self.chat.roles.get(role, f"<|im_system|>{role}").split(">")[0] + ">"
-        return marker + str(message.get("name") or role)
+        return text + opening.format(role=self.chat.roles["assistant"])
 
     def _calls(self, calls: Sequence[dict[str, Any]], tools: dict[str, NormalizedTool], ids: dict[str, str]) -> str:
         """An assistant's earlier calls in their section, numbered on from
