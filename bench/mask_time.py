@@ -24,8 +24,13 @@ rendered calls (then fed the token):
   the tool set's cache as an engine's compile and one request of the
   ground-truth call left it;
 - ``XGrammar 0.2.9``: its built-in structural tag for the dialect
-  (``qwen_3_coder``, ``gemma_4``, ``qwen_3`` for hermes, ``glm_4_7``) with
-  the same tools, ``tool_choice="required"``, reasoning disabled.
+  (``qwen_3_coder``, ``gemma_4``, ``qwen_3`` for hermes, ``glm_4_7``,
+  ``deepseek_v4``, ``kimi``, ``harmony`` for gpt_oss) with the same tools,
+  ``tool_choice="required"``, reasoning disabled. In gpt_oss each case is
+  its first call (the call's ``<|call|>`` ends the turn), its header
+  written as XGrammar's tag writes it (no space before ``<|constrain|>``,
+  which Harmony's documentation writes too and this library's grammar
+  accepts).
 
 Workloads: coding-agent calls with long contents (``write_file`` with 3,000
 characters of Python, ``edit`` with old and new strings) in qwen3_coder,
@@ -76,6 +81,7 @@ import torch
 
 from constrained import ToolCallConstraint, compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import clear_compile_cache
+from constrained.dialects import get_dialect
 from constrained.dialects.base import openai_function
 from constrained.frames.toolset import normalize_tools
 from constrained.runtime.constraint import warm_mask_cache
@@ -84,6 +90,7 @@ from constrained.tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import bfcl_entries, mcp_calls  # noqa: E402  (the corpus reader the tests use)
 from report import BENCH, environment, plot_distributions, summary, write_section  # noqa: E402
+from xgrammar_formats import SPELLINGS  # noqa: E402  (a second spelling of a family's calls)
 
 PYTHON = inspect.getsource(textwrap)[:3000]  # real Python source, fixed per Python version
 CODING_ROUNDS = 5
@@ -107,11 +114,13 @@ OTHER_VALUES = "constrained, other values"
 NEVER_SEEN = "constrained, call never seen"
 XGRAMMAR = "XGrammar 0.2.9"
 TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4", "deepseek_v4": "deepseek_v4",
-             "kimi_k2": "kimi_k2"}
+             "kimi_k2": "kimi_k2", "gpt_oss": "o200k_harmony"}
 XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "glm47": "glm_4_7", "hermes": "qwen_3", "gemma4": "gemma_4",
-                "deepseek_v4": "deepseek_v4", "kimi_k2": "kimi"}
+                "deepseek_v4": "deepseek_v4", "kimi_k2": "kimi", "gpt_oss": "harmony"}
 END = {"qwen3_coder": "<|im_end|>", "glm47": "<|endoftext|>", "hermes": "<|im_end|>", "gemma4": "<|tool_response>",
-       "deepseek_v4": "<｜end▁of▁sentence｜>", "kimi_k2": "<|im_end|>"}
+       "deepseek_v4": "<｜end▁of▁sentence｜>", "kimi_k2": "<|im_end|>", "gpt_oss": "<|call|>"}
+CALL_DIALECTS = ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2", "gpt_oss")
+"""The dialects of the BFCL, MCP and never-seen workloads."""
 
 
 @dataclass
@@ -166,12 +175,12 @@ def workloads(bfcl_stride: int) -> list[Workload]:
                               rounds=CODING_ROUNDS))
     bfcl = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[::bfcl_stride]]
     mcp = mcp_cases()
-    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2"):
+    for dialect in CALL_DIALECTS:
         loads.append(Workload(dialect, f"BFCL (every {bfcl_stride}th entry)", bfcl))
         loads.append(Workload(dialect, "MCP corpus", mcp))
         loads.append(Workload(dialect, f"BFCL, other values (every {bfcl_stride}th entry)", bfcl, other_values=True))
     unseen = [Case(entry.functions, entry.calls) for entry in bfcl_entries()[1::bfcl_stride]]
-    for dialect in ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2"):
+    for dialect in CALL_DIALECTS:
         loads.append(Workload(dialect, f"BFCL calls never seen (every {bfcl_stride}th from the 2nd)", unseen,
                               never_seen=True))
     return loads
@@ -301,13 +310,22 @@ def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int]
     try:
         compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=False,
                                  key_order="schema")
-        text = render_tool_calls([{"name": n, "arguments": a} for n, a in case.calls], compiled.tools, load.dialect,
-                                 key_order="schema")
+        text = written(load.dialect, [{"name": n, "arguments": a} for n, a in case.calls], compiled)
     except Exception:  # ground truth that is no valid call of its tools (see tests/test_dialect_corpus.py)
         load.refused["no valid call"] = load.refused.get("no valid call", 0) + 1
         return None
     tokens = tok.encode(text) + [tok.token_id(END[load.dialect])]
     return compiled, tokens, [{"type": "function", "function": openai_function(t)} for t in compiled.tools]
+
+
+def written(dialect: str, calls: list[dict[str, Any]], compiled: Any) -> str:
+    """The calls as the dialect writes them (keys in schema order): in a
+    family whose call ends the turn, the first call, in the spelling both
+    engines take (:data:`xgrammar_formats.SPELLINGS`)."""
+    if get_dialect(dialect).markup.messages is not None:
+        calls = calls[:1]
+    text = render_tool_calls(calls, compiled.tools, dialect, key_order="schema")
+    return SPELLINGS[dialect][1](text) if dialect in SPELLINGS else text
 
 
 def prepared_cases(load: Workload, tok: Tokenizer) -> Iterator[tuple[Case, Any, list[int], list[dict[str, Any]]]]:
@@ -381,7 +399,7 @@ def other_values(load: Workload, case: Case, compiled: Any, tok: Tokenizer, toke
     for numbers, strings in ((True, True), (True, False), (False, True)):
         calls = [{"name": name, "arguments": moved(arguments, numbers, strings)} for name, arguments in case.calls]
         try:
-            text = render_tool_calls(calls, compiled.tools, load.dialect, key_order="schema")
+            text = written(load.dialect, calls, compiled)
         except Exception:  # moved values the dialect cannot write
             continue
         other = tok.encode(text) + [tok.token_id(END[load.dialect])]

@@ -19,6 +19,11 @@ required, reasoning off):
   (this library: ``compile_tools`` after ``clear_caches``; XGrammar: a
   compiler with its cache off).
 
+gpt-oss's turn holds one call (its ``<|call|>`` ends the turn): each BFCL
+entry gives its first call, and every case is judged twice, as the renderer
+writes the call's header and without the space before ``<|constrain|>``
+(the format's documentation has both; XGrammar's tag writes the second).
+
 Where the engines disagree, the first cases of each kind are shown.
 Mask and advance times per token for ``deepseek_v4`` and ``kimi_k2`` are
 in the ``mask_time`` section (``bench/mask_time.py``).
@@ -39,6 +44,7 @@ from typing import Any
 
 from constrained import clear_caches, compile_tools, load_tokenizer, render_tool_calls
 from constrained.compiler import CompiledTools
+from constrained.dialects import get_dialect
 from constrained.dialects.base import openai_function
 from constrained.frames.model import EnumFrame, IntegerFrame, NumberFrame, ObjectFrame
 from constrained.tokenizers import Tokenizer
@@ -50,11 +56,14 @@ from sample_tools import WRITE_FILE  # noqa: E402
 
 FAMILIES = {
     "deepseek_v32": "deepseek_v3_2", "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v4_1",
-    "deepseek_v31": "deepseek_v3_1", "deepseek_r1": "deepseek_r1", "kimi_k2": "kimi",
+    "deepseek_v31": "deepseek_v3_1", "deepseek_r1": "deepseek_r1", "kimi_k2": "kimi", "gpt_oss": "harmony",
 }  # fmt: skip
 """Dialect -> XGrammar's built-in structural tag for the same format."""
-TOKENIZER = {dialect: "kimi_k2" if dialect == "kimi_k2" else "deepseek_v4" for dialect in FAMILIES}
-"""DeepSeek V4's vocabulary holds every DeepSeek marker; Kimi's markers are in the built-in kimi_k2."""
+TOKENIZER = {dialect: "deepseek_v4" for dialect in FAMILIES} | {"kimi_k2": "kimi_k2", "gpt_oss": "o200k_harmony"}
+"""DeepSeek V4's vocabulary holds every DeepSeek marker; Kimi's and gpt-oss's are built in."""
+SPELLINGS = {"gpt_oss": ("no space before <|constrain|>", lambda text: text.replace(" <|constrain|>", "<|constrain|>"))}
+"""A second way the family writes a call, judged too (Harmony's documentation
+writes a call's header both ways; XGrammar's tag writes this one)."""
 WRITE = {"type": "function", "function": WRITE_FILE}  # write_file(path, content), as the tests have it
 KEYWORDS = {
     "type": "function",
@@ -157,7 +166,9 @@ def mutants(compiled: CompiledTools, name: str, arguments: dict[str, Any]) -> It
 def run(dialect: str, stride: int) -> Tally:
     tally = Tally()
     tok = load_tokenizer(TOKENIZER[dialect])
-    end = tok.eos_token_ids[0]
+    markup = get_dialect(dialect).markup
+    one_call = markup.messages is not None  # a call's closing ends the turn, which then holds one call
+    end = tok.token_id(markup.close) if one_call else tok.eos_token_ids[0]
     xgrammar = XGrammar(tok)
     tag = FAMILIES[dialect]
 
@@ -166,8 +177,13 @@ def run(dialect: str, stride: int) -> Tally:
             text = render_tool_calls(calls, compiled.tools, dialect, key_order="schema")
         except Exception:  # a mutant the renderer cannot write (no such key in the format)
             return
-        tokens = tok.encode(text) + [end]
-        tally.judge(kind, valid, compiled.check(text).accepted, xgrammar.accepts(grammar, tokens), text)
+        spellings = [(kind, text)]
+        if dialect in SPELLINGS:
+            label, respelled = SPELLINGS[dialect]
+            spellings.append((f"{kind} ({label})", respelled(text)))
+        for judged_kind, judged in spellings:
+            tokens = tok.encode(judged) + [end]
+            tally.judge(judged_kind, valid, compiled.check(judged).accepted, xgrammar.accepts(grammar, tokens), judged)
 
     write = compile_tools([WRITE], dialect, tok, tool_choice="required", reasoning=False, key_order="schema")
     write_grammar = xgrammar.compile(tag, [WRITE])
@@ -191,7 +207,7 @@ def run(dialect: str, stride: int) -> Tally:
         started = time.perf_counter()
         grammar = xgrammar.compile(tag, copy.deepcopy(specs))
         tally.theirs_ms.append((time.perf_counter() - started) * 1000)
-        calls = [{"name": name, "arguments": arguments} for name, arguments in entry.calls]
+        calls = [{"name": name, "arguments": arguments} for name, arguments in entry.calls[: 1 if one_call else None]]
         if not compiled.check(render_tool_calls(calls, compiled.tools, dialect, key_order="schema")).accepted:
             tally.counts["BFCL: ground truth no valid call"] += 1  # as the tests find it
             continue

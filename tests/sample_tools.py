@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +24,21 @@ def unwarmed_cache(compiled: CompiledTools) -> CompiledTools:
     return compiled
 
 
+NEXT_MESSAGE = {"gpt_oss": "<|call|><|start|>assistant"}
+"""What a dialect whose call's closing ends the turn (it writes a turn as
+messages) writes between two calls in the chat history: the first call's
+closing and the next message's start."""
+
+
+def turn(dialect: str, texts: list[str]) -> str:
+    """A turn's calls (each call's text) as ``dialect`` writes them: in its
+    section where it has one; each a message of its own where a turn holds
+    one call (the grammar accepts each alone, the parser reads them all)."""
+    if dialect in NEXT_MESSAGE:
+        return NEXT_MESSAGE[dialect].join(texts)
+    return DIALECTS[dialect].markup.calls_text(texts)
+
+
 def reads_cut_off_call(dialect: str, prefix: str) -> bool:
     """Whether ``prefix`` ends in a call cut off before its closing marker
     that the dialect reads anyway (hermes: a whole JSON object after the
@@ -31,8 +47,13 @@ def reads_cut_off_call(dialect: str, prefix: str) -> bool:
     start = prefix.rfind(chosen.markup.open)
     if not chosen.drift.reads_cut_off_call or start < 0 or chosen.markup.close in prefix[start:]:
         return False
+    body = prefix[start + len(chosen.markup.open) :]
+    head = chosen.markup.arguments_opening
+    if chosen.markup.messages is not None and head is not None:  # the message's header before the arguments
+        found = re.compile(head.pattern.decode()).match(body)
+        body = body[found.end() :] if found else ""
     try:
-        json.loads(prefix[start + len(chosen.markup.open) :])
+        json.loads(body)
     except ValueError:
         return False
     return True

@@ -450,6 +450,7 @@ UNWRITABLE = {
     # DeepSeek's vocabulary has ｜DSML｜ as a token: in JSON too, a value cannot spell it.
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"), {"</｜DSML｜parameter>"}),
     "kimi_k2": {"<|tool_call_end|>"},
+    "gpt_oss": {"<|call|>"},
 }
 NUMBERS = [i * 1.5 for i in range(10_000)]
 
@@ -729,6 +730,8 @@ REFUSED = {
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), (_DSML_MARKUP, _DSML_MARKUP | {""})),
     **dict.fromkeys(("deepseek_v31", "deepseek_r1"), (_DEEPSEEK_NAMES, set())),
     "kimi_k2": (_KIMI_NAMES, set()),
+    # A Harmony recipient holds no whitespace or '<' either, and fits in a header.
+    "gpt_oss": (_KIMI_NAMES | {"x" * 10_000}, set()),
 }
 
 
@@ -776,6 +779,10 @@ def test_names_colliding_with_markup_round_trip_or_are_refused_by_name(dialect):
     for (role, name), error in errors.items():
         if (role, name) == ("name", ""):
             assert issubclass(error.kind, ToolDefinitionError) and "tool name must be a non-empty string" in error.message
+        elif len(name) > 1000:  # a message shows a long name cut short, with its length
+            assert issubclass(error.kind, CompileError), error
+            assert f"{name[:40]}... ({len(name)} characters)" in error.message, error.message
+            assert f"cannot be written in dialect {dialect!r}" in error.message, error.message
         else:
             what, tool = ("tool name", name) if role == "name" else ("key", "keyed")
             assert_names(error, CompileError, tool, f"{what} {name!r}", f"cannot be written in dialect {dialect!r}")
@@ -795,6 +802,7 @@ WRONG_TOKENIZER = {
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41"), ("qwen3", ["｜DSML｜"])),
     **dict.fromkeys(("deepseek_v31", "deepseek_r1"), ("qwen3", ["<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"])),
     "kimi_k2": ("qwen3", ["<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"]),
+    "gpt_oss": ("qwen3", ["<|channel|>", "<|call|>", "<|message|>", "<|constrain|>", "<|start|>", "<|end|>"]),
 }
 
 

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 from corpus import mcp_tools
-from sample_tools import WRITE_FILE_WITH_OVERWRITE
+from sample_tools import NEXT_MESSAGE, WRITE_FILE_WITH_OVERWRITE
+from sample_tools import turn as turn_of
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
@@ -145,6 +146,14 @@ WRITE_ARGUMENTS = '{"path": "notes/out.txt", "content": "line 1\\nline 2", "over
 WRITE_CALL["deepseek_v31"] = f"<｜tool▁call▁begin｜>write_file<｜tool▁sep｜>{WRITE_ARGUMENTS}<｜tool▁call▁end｜>"
 WRITE_CALL["deepseek_r1"] = f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>write_file\n```json\n{WRITE_ARGUMENTS}\n```<｜tool▁call▁end｜>"
 WRITE_CALL["kimi_k2"] = f"<|tool_call_begin|>functions.write_file:0<|tool_call_argument_begin|>{WRITE_ARGUMENTS}<|tool_call_end|>"
+
+
+def harmony(name: str, arguments: str) -> str:
+    """A call message as gpt-oss writes it, up to the ``<|call|>`` that ends the turn."""
+    return f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{arguments}"
+
+
+WRITE_CALL["gpt_oss"] = harmony("write_file", WRITE_ARGUMENTS)
 # get_time(tz="UTC"), by hand.
 TIME_CALL = {
     "qwen3_coder": "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>",
@@ -157,6 +166,7 @@ TIME_CALL = {
     "deepseek_v31": '<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"tz": "UTC"}<｜tool▁call▁end｜>',
     "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{"tz": "UTC"}\n```<｜tool▁call▁end｜>',
     "kimi_k2": '<|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{"tz": "UTC"}<|tool_call_end|>',
+    "gpt_oss": harmony("get_time", '{"tz": "UTC"}'),
 }
 # What opens a call as a special token (in DSML, the token every tag starts
 # with), and what closes one.
@@ -167,8 +177,25 @@ CALL_CLOSE = {name: dialect.markup.close for name, dialect in DIALECTS.items()}
 
 
 def turn(dialect: str, *calls: str) -> str:
-    """A turn's calls as ``dialect`` writes them (in a section, where it has one)."""
-    return DIALECTS[dialect].markup.calls_text(list(calls))
+    """A turn's calls as ``dialect`` writes them (in a section, where it has
+    one; each its own message, in a family that writes a turn as messages)."""
+    return turn_of(dialect, list(calls))
+
+
+PARALLEL = tuple(name for name in ALL_DIALECTS if name not in NEXT_MESSAGE)
+"""Dialects whose turn may hold several calls (a Harmony call's <|call|> ends the turn)."""
+
+
+def answer(dialect: str, text: str = "") -> str:
+    """A plain answer: the text itself, or inside its message where the family frames one."""
+    framing = DIALECTS[dialect].markup.messages
+    return text if framing is None else framing.answer + text
+
+
+def before_call(dialect: str, text: str, call: str) -> str:
+    """Text, then a call: on lines of their own, or the text in a preamble message."""
+    framing = DIALECTS[dialect].markup.messages
+    return f"{text}\n{call}" if framing is None else framing.lead[0] + text + framing.lead[1] + call
 
 
 # A reasoning block as each family writes it (FunctionGemma has none).
@@ -179,6 +206,7 @@ REASONING = {
     "glm47": "<think>The user wants the notes saved.</think>",
     "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
     **dict.fromkeys([*dsml(""), "deepseek_v31", "deepseek_r1", "kimi_k2"], "<think>The user wants the notes saved.</think>"),
+    "gpt_oss": "<|channel|>analysis<|message|>The user wants the notes saved.<|end|><|start|>assistant",
 }
 TEXT = "Sure, I will save the notes. Anything else?"
 
@@ -201,17 +229,17 @@ def test_auto_allows_text_calls_and_reasoning(dialect):
     ct = compiled(TOOLS, dialect)
     call = turn(dialect, WRITE_CALL[dialect])
     both = turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect])
-    assert_accepted(ct, TEXT)
-    assert_accepted(ct, "")
-    assert_accepted(ct, TEXT + "\n" + call)
+    assert_accepted(ct, answer(dialect, TEXT))
+    assert_accepted(ct, answer(dialect))
+    assert_accepted(ct, before_call(dialect, TEXT, call))
     assert_accepted(ct, call)
-    assert_accepted(ct, both)
+    assert ct.check(both).accepted == (dialect in PARALLEL)
     if dialect in REASONING:
         assert_accepted(ct, REASONING[dialect] + call)
-        assert_accepted(ct, REASONING[dialect] + both)
-        assert_accepted(ct, REASONING[dialect] + TEXT)
+        assert ct.check(REASONING[dialect] + both).accepted == (dialect in PARALLEL)
+        assert_accepted(ct, REASONING[dialect] + answer(dialect, TEXT))
         # The boundary stays open: reasoning, then text, then a call.
-        assert_accepted(ct, REASONING[dialect] + TEXT + "\n" + call)
+        assert_accepted(ct, REASONING[dialect] + before_call(dialect, TEXT, call))
     # Nothing after the last call but the end of the turn.
     assert_rejected(ct, call + "\nDone.")
 
@@ -219,15 +247,15 @@ def test_auto_allows_text_calls_and_reasoning(dialect):
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_required_needs_a_call(dialect):
     ct = compiled(TOOLS, dialect, tool_choice="required")
-    assert_rejected(ct, TEXT)
+    assert_rejected(ct, answer(dialect, TEXT))
     assert_rejected(ct, "")
     assert_accepted(ct, turn(dialect, WRITE_CALL[dialect]))
     assert_accepted(ct, turn(dialect, TIME_CALL[dialect]))
-    assert_accepted(ct, turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect]))
+    assert ct.check(turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect])).accepted == (dialect in PARALLEL)
     if dialect in REASONING:
         assert_accepted(ct, REASONING[dialect] + turn(dialect, WRITE_CALL[dialect]))
         assert_rejected(ct, REASONING[dialect])
-        assert_rejected(ct, REASONING[dialect] + TEXT)
+        assert_rejected(ct, REASONING[dialect] + answer(dialect, TEXT))
 
 
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
@@ -236,7 +264,7 @@ def test_named_tool_choice_allows_only_that_tool(dialect):
     time_call, write_call = turn(dialect, TIME_CALL[dialect]), turn(dialect, WRITE_CALL[dialect])
     assert_accepted(ct, time_call)
     assert_rejected(ct, write_call)
-    assert_rejected(ct, TEXT)
+    assert_rejected(ct, answer(dialect, TEXT))
     if dialect in REASONING:
         assert_accepted(ct, REASONING[dialect] + time_call)
         assert_rejected(ct, REASONING[dialect] + write_call)
@@ -249,15 +277,16 @@ def test_named_tool_choice_allows_only_that_tool(dialect):
 def test_none_allows_text_and_never_the_trigger(dialect):
     ct = compiled(TOOLS, dialect, tool_choice="none")
     tokenizer = ct.tokenizer
-    assert_accepted(ct, TEXT)
-    assert_accepted(ct, "")
+    assert_accepted(ct, answer(dialect, TEXT))
+    assert_accepted(ct, answer(dialect))
     if dialect in REASONING:
-        assert_accepted(ct, REASONING[dialect] + TEXT)
+        assert_accepted(ct, REASONING[dialect] + answer(dialect, TEXT))
     # The trigger as its special token: rejected exactly there.
-    text = "I could call a tool: " + turn(dialect, WRITE_CALL[dialect]).lstrip()
+    header = answer(dialect)  # markup before the text, where the answer is a message
+    text = answer(dialect, "I could call a tool: ") + turn(dialect, WRITE_CALL[dialect]).lstrip()
     result = ct.check(text)
     assert not result.accepted
-    lead = text[: text.index(TRIGGER[dialect])]
+    lead = text[: text.index(TRIGGER[dialect], len(header))]
     lead_ids = tokenizer.encode(lead)
     assert tokenizer.encode(text)[len(lead_ids)] == tokenizer.token_id(TRIGGER[dialect])
     assert (result.token_index, result.byte_offset) == (len(lead_ids), len(lead.encode()))
@@ -265,8 +294,9 @@ def test_none_allows_text_and_never_the_trigger(dialect):
     trigger = TRIGGER[dialect]
     ids = tokenizer.encode(lead + trigger[:4]) + tokenizer.encode(trigger[4:] + " now")
     assert tokenizer.decode(ids) == lead + trigger + " now"
-    assert not any(tokenizer.is_special(i) for i in ids)
-    completes = next(k for k in range(len(ids)) if trigger in tokenizer.decode(ids[: k + 1]))
+    header_ids = len(tokenizer.encode(header))
+    assert not any(tokenizer.is_special(i) for i in ids[header_ids:])
+    completes = next(k for k in range(header_ids, len(ids)) if trigger in tokenizer.decode(ids[header_ids : k + 1]))
     assert ct.matcher().validate_tokens(ids) == completes
     # ... and the text before it is fine on its own.
     assert ct.matcher().validate_tokens(ids[:completes]) == completes
@@ -277,17 +307,18 @@ def test_parallel_tool_calls_off_allows_one_call(dialect):
     one = compiled(TOOLS, dialect, parallel_tool_calls=False)
     two = turn(dialect, WRITE_CALL[dialect], TIME_CALL[dialect])
     assert_accepted(one, turn(dialect, WRITE_CALL[dialect]))
-    assert_accepted(one, TEXT)
+    assert_accepted(one, answer(dialect, TEXT))
     assert_rejected(one, two)
     assert_rejected(one, turn(dialect, WRITE_CALL[dialect], WRITE_CALL[dialect]))
-    # The rejection is at the second call, not at the end.
+    # The rejection is at the second call (or what leads to it), not at the end.
     result = one.check(two)
     assert result.byte_offset < len(two.encode())
-    assert result.byte_offset >= len(two[: two.index(TIME_CALL[dialect])].encode()) - 2
+    second = two.index(TIME_CALL[dialect]) - len(NEXT_MESSAGE.get(dialect, ""))
+    assert result.byte_offset >= len(two[:second].encode()) - 2
     required = compiled(TOOLS, dialect, tool_choice="required", parallel_tool_calls=False)
     assert_accepted(required, turn(dialect, TIME_CALL[dialect]))
     assert_rejected(required, two)
-    assert_accepted(compiled(TOOLS, dialect, parallel_tool_calls=True), two)
+    assert compiled(TOOLS, dialect, parallel_tool_calls=True).check(two).accepted == (dialect in PARALLEL)
 
 
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
@@ -296,11 +327,12 @@ def test_turn_must_be_allowed_to_end_after_the_text(dialect):
     tokenizer = ct.tokenizer
     call = turn(dialect, WRITE_CALL[dialect])
     close = CALL_CLOSE[dialect]
-    assert WRITE_CALL[dialect].endswith(close)
-    cut = call[: call.rindex(close)]
+    # A call ends with its closing marker, or (a message's) before the closing that ends the turn.
+    assert WRITE_CALL[dialect].endswith(close) != (dialect in NEXT_MESSAGE)
+    cut = call[: call.rindex(close)] if close in call else call[:-1]
     # Cut before the closing marker, and in the middle of a value: every token
     # is allowed, but the turn cannot end there.
-    for text in (cut, call[: call.index("line 2")], TEXT + "\n" + cut):
+    for text in (cut, call[: call.index("line 2")], before_call(dialect, TEXT, cut)):
         result = ct.check(text)
         assert not result.accepted, text
         assert result.token_index == len(tokenizer.encode(text))
@@ -818,6 +850,7 @@ def test_every_mcp_tool_compiles(dialect):
         '{"url": "https://example.com/a?b=1", "max_length": 2000}\n```<｜tool▁call▁end｜>',
         "kimi_k2": "<|tool_call_begin|>functions.fetch:0<|tool_call_argument_begin|>"
         '{"url": "https://example.com/a?b=1", "max_length": 2000}<|tool_call_end|>',
+        "gpt_oss": harmony("fetch", '{"url": "https://example.com/a?b=1", "max_length": 2000}'),
         **dsml(
             '<｜DSML｜invoke name="fetch">\n<｜DSML｜parameter name="url" string="true">https://example.com/a?b=1</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="max_length" string="false">2000</｜DSML｜parameter>\n</｜DSML｜invoke>'
@@ -845,6 +878,7 @@ def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
         "deepseek_v31": '<｜tool▁call▁begin｜>tag<｜tool▁sep｜>{"label": "keep", "n": 2}<｜tool▁call▁end｜>',
         "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>tag\n```json\n{"label": "keep", "n": 2}\n```<｜tool▁call▁end｜>',
         "kimi_k2": '<|tool_call_begin|>functions.tag:0<|tool_call_argument_begin|>{"label": "keep", "n": 2}<|tool_call_end|>',
+        "gpt_oss": harmony("tag", '{"label": "keep", "n": 2}'),
         **dsml(
             '<｜DSML｜invoke name="tag">\n<｜DSML｜parameter name="label" string="true">keep</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="n" string="false">2</｜DSML｜parameter>\n</｜DSML｜invoke>'

@@ -33,7 +33,7 @@ from typing import Any
 import jsonschema
 import pytest
 from corpus import bfcl_entries, bfcl_facts, bfcl_functions, maskbench_groups, mcp_tools
-from sample_tools import RAW_DIALECTS, reads_cut_off_call
+from sample_tools import NEXT_MESSAGE, RAW_DIALECTS, reads_cut_off_call, turn
 
 from constrained.compiler import CompiledTools, compile_tools
 from constrained.dialects import DIALECTS, get_dialect
@@ -64,23 +64,27 @@ from constrained.tokenizers import load_tokenizer
 from constrained.tools import load_tools
 
 TOKENIZERS = {name: dialect.default_tokenizer for name, dialect in DIALECTS.items()}
-# What a model writes between two calls of one turn.
 
-
-JSON_ARGUMENTS = ("hermes", "deepseek_v31", "deepseek_r1", "kimi_k2")
+JSON_ARGUMENTS = ("hermes", "deepseek_v31", "deepseek_r1", "kimi_k2", "gpt_oss")
 """The dialects that write a call's arguments as one JSON object."""
 
 
-def turn(dialect: str, texts: list[str]) -> str:
-    """A turn's calls (each call's text) as ``dialect`` writes them."""
-    return DIALECTS[dialect].markup.calls_text(texts)
+def turns(dialect: str, texts: list[str]) -> list[str]:
+    """What the grammar accepts of a turn's calls: the turn, or each call
+    alone where a call's closing ends the turn."""
+    return [turn(dialect, [text]) for text in texts] if dialect in NEXT_MESSAGE else [turn(dialect, texts)]
 
 
-def call_ends(text: str, texts: list[str]) -> list[int]:
-    """Where each of the calls ``texts`` ends in the turn ``text``."""
+def call_ends(dialect: str, text: str, texts: list[str]) -> list[int]:
+    """Where each of the calls ``texts`` ends in the turn ``text``: after
+    its text, or after its closing where a call's closing ends the turn
+    (the last call has none)."""
+    close = DIALECTS[dialect].markup.close if dialect in NEXT_MESSAGE else ""
     ends: list[int] = []
     for call in texts:
-        ends.append(text.index(call, ends[-1] if ends else 0) + len(call))
+        ends.append(text.index(call, ends[-1] if ends else 0) + len(call) + len(close))
+    if close:
+        ends[-1] = len(text) + 1
     return ends
 
 FULL = {"qwen3_coder", "gemma4"}
@@ -128,11 +132,13 @@ def test_bfcl_ground_truth_accepted(dialect):
         compiled = compile_tools(entry.functions, dialect, tokenizer)
         tools = {tool.name: tool for tool in compiled.tools}
         texts = [chosen_dialect.render_call(tools[name], arguments, "trained") for name, arguments in entry.calls]
+        for accepted_text in turns(dialect, texts):
+            result = compiled.check(accepted_text)
+            if not result.accepted:
+                offset = result.byte_offset or 0
+                window = accepted_text.encode()[max(0, offset - 60) : offset + 40]
+                rejected.append(f"{entry.id} at byte {offset}: {window!r}")
         text = turn(dialect, texts)
-        result = compiled.check(text)
-        if not result.accepted:
-            offset = result.byte_offset or 0
-            rejected.append(f"{entry.id} at byte {offset}: {text.encode()[max(0, offset - 60):offset + 40]!r}")
         parsed = parse_tool_calls(text, compiled.tools, dialect)
         calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in parsed.tool_calls]
         if calls != [(name, json.loads(json.dumps(arguments))) for name, arguments in entry.calls]:
@@ -158,7 +164,7 @@ def test_bfcl_prefixes_parse_without_completing_a_cut_call(dialect):
         by_name = {tool.name: tool for tool in tools}
         texts = [chosen_dialect.render_call(by_name[name], arguments, "trained") for name, arguments in entry.calls]
         text = turn(dialect, texts)
-        ends = call_ends(text, texts)
+        ends = call_ends(dialect, text, texts)
         for cut in range(len(text) + 1):
             result = parse_tool_calls(text[:cut], tools, dialect)
             finished = sum(end <= cut for end in ends) + reads_cut_off_call(dialect, text[:cut])
@@ -191,6 +197,7 @@ MASKBENCH_COUNTS = {
     "deepseek_v31": {"accepted": 941, **SAMPLE_COUNTS},
     "deepseek_r1": {"accepted": 941, **SAMPLE_COUNTS},
     "kimi_k2": {"accepted": 941, **SAMPLE_COUNTS},
+    "gpt_oss": {"accepted": 941, **SAMPLE_COUNTS},
 }
 
 
@@ -278,20 +285,20 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
     if dialect == "qwen3_coder":
         body = "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in members)
         return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
-    if dialect == "hermes":
-        body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
-        return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {{{body}}}}}\n</tool_call>'
+    if dialect in JSON_ARGUMENTS:
+        body = "{" + ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members) + "}"
+        chosen = get_dialect(dialect)
+        if isinstance(chosen, DeepSeekV31):
+            return f"{chosen.markup.open}{chosen.head.format(name=name)}{body}{chosen.tail}{chosen.markup.close}"
+        return {
+            "hermes": f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {body}}}\n</tool_call>',
+            "kimi_k2": f"<|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{body}<|tool_call_end|>",
+            "gpt_oss": f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{body}",
+        }[dialect]
     if dialect in ("glm45", "glm47"):
         nl = "\n" if dialect == "glm45" else ""
         body = "".join(f"<arg_key>{key}</arg_key>{nl}<arg_value>{value}</arg_value>{nl}" for key, value in members)
         return f"<tool_call>{name}{nl}{body}</tool_call>"
-    if isinstance(get_dialect(dialect), DeepSeekV31):
-        chosen = get_dialect(dialect)
-        body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
-        return f"{chosen.markup.open}{chosen.head.format(name=name)}{{{body}}}{chosen.tail}{chosen.markup.close}"
-    if dialect == "kimi_k2":
-        body = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in members)
-        return f"<|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{{{body}}}<|tool_call_end|>"
     dsml = get_dialect(dialect)
     if isinstance(dsml, DeepSeekV32):
         tags = dsml.tags

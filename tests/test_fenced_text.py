@@ -3,7 +3,9 @@ after an odd number of fence lines as text in a code block, so the grammar
 lets a call follow the text only where its fence lines pair up. Both must
 agree on any text, or a constrained output would hold a call the parser
 rejects: after a reasoning block the text goes on the closing's line, and
-a fence line needs a line of its own."""
+a fence line needs a line of its own. Where the family writes the text
+before a call as a message of its own (gpt-oss's preamble), the message's
+end closes any code block in it: a call follows any text."""
 
 from __future__ import annotations
 
@@ -39,11 +41,23 @@ def _call(compiled: CompiledTools) -> str:
     return dialect.markup.calls_text([dialect.render_call(compiled.tools[0], {"tz": "UTC"}, "trained")])
 
 
+def _framed(name: str) -> bool:
+    return get_dialect(name).markup.messages is not None
+
+
+def _before(name: str, text: str, call: str) -> str:
+    """``text``, then ``call``: directly, or in a preamble message where the family frames text."""
+    framing = get_dialect(name).markup.messages
+    return text + call if framing is None else framing.lead[0] + text + framing.lead[1] + call
+
+
 def _reasoning(name: str, opened_by_prompt: bool) -> str:
-    """A reasoning block ending on the line the text goes on."""
-    opening, closing = get_dialect(name).reasoning.tokens
-    label = get_dialect(name).reasoning.label
-    return ("" if opened_by_prompt else opening + label) + "Check the zone." + closing
+    """A reasoning block ending on the line the text goes on (or, framed, where the next message starts)."""
+    dialect = get_dialect(name)
+    opening, closing = dialect.reasoning.tokens
+    if dialect.markup.messages is not None:
+        closing = dialect.markup.messages.lead[1]  # the message's end and the next one's start
+    return ("" if opened_by_prompt else opening + dialect.reasoning.label) + "Check the zone." + closing
 
 
 def _agree(compiled: CompiledTools, text: str) -> bool:
@@ -64,12 +78,13 @@ REASONING_DIALECTS = [name for name, d in DIALECTS.items() if d.reasoning.tokens
 def test_a_call_after_closed_fences_is_a_call_and_after_an_open_one_is_refused(name):
     compiled = _compiled(name)
     call = _call(compiled)
-    assert _agree(compiled, "Here is the code:\n```python\nprint(1)\n```\n" + call)
-    assert _agree(compiled, "Use ```inline``` spans freely.\n" + call)  # not a fence line
-    assert _agree(compiled, "```\n```" + call)  # the closing fence's line holds the call
-    assert not _agree(compiled, "Here is the code:\n```python\nprint(1)\n" + call)
-    assert not _agree(compiled, "  ```\nindented fences count\n" + call)
-    assert compiled.check("Here is the code:\n```python\nprint(1)\n").accepted  # text alone may leave one open
+    assert _agree(compiled, _before(name, "Here is the code:\n```python\nprint(1)\n```\n", call))
+    assert _agree(compiled, _before(name, "Use ```inline``` spans freely.\n", call))  # not a fence line
+    assert _agree(compiled, _before(name, "```\n```", call))  # the closing fence's line holds the call
+    assert _agree(compiled, _before(name, "Here is the code:\n```python\nprint(1)\n", call)) == _framed(name)
+    assert _agree(compiled, _before(name, "  ```\nindented fences count\n", call)) == _framed(name)
+    answer = "" if get_dialect(name).markup.messages is None else get_dialect(name).markup.messages.answer
+    assert compiled.check(answer + "Here is the code:\n```python\nprint(1)\n").accepted  # text alone may leave one open
 
 
 @pytest.mark.parametrize("name", REASONING_DIALECTS)
@@ -77,9 +92,9 @@ def test_a_call_after_closed_fences_is_a_call_and_after_an_open_one_is_refused(n
 def test_after_reasoning_the_text_goes_on_the_closings_line(name, opened_by_prompt):
     compiled = _compiled(name, reasoning="open" if opened_by_prompt else True)
     call, reasoning = _call(compiled), _reasoning(name, opened_by_prompt)
-    assert _agree(compiled, reasoning + "```\n" + call)  # no fence: it is on the closing's line
-    assert not _agree(compiled, reasoning + "\n```\n" + call)
-    assert _agree(compiled, reasoning + "\n```\n```\n" + call)
+    assert _agree(compiled, reasoning + _before(name, "```\n", call))  # no fence: it is on the closing's line
+    assert _agree(compiled, reasoning + _before(name, "\n```\n", call)) == _framed(name)
+    assert _agree(compiled, reasoning + _before(name, "\n```\n```\n", call))
 
 
 @pytest.mark.parametrize("name", list(DIALECTS))
@@ -93,8 +108,8 @@ def test_grammar_and_parser_agree_on_random_fenced_text(name):
         call = _call(compiled)
         for _ in range(40):
             text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 10)))
-            outcomes.add(_agree(compiled, lead + text + call))
-    assert outcomes == {True, False}  # both sides of the rule were reached
+            outcomes.add(_agree(compiled, lead + _before(name, text, call)))
+    assert outcomes == ({True} if _framed(name) else {True, False})  # both sides of the rule were reached
 
 
 def test_a_bare_call_follows_the_same_rule():

@@ -322,26 +322,29 @@ def gemma_with_deepseek_markers() -> Any:
 
 @pytest.mark.parametrize("dialect", ["deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"])
 def test_the_embedded_model_writes_a_valid_call_in_deepseeks_format(lm: LoadedModel, dialect: str) -> None:
-    tok = gemma_with_deepseek_markers()
+    _, text = written_time_calls(lm, gemma_with_deepseek_markers(), dialect)
+    assert text.startswith(("\n\n<｜DSML｜", "<｜tool▁calls▁begin｜>")), text
+
+
+def written_time_calls(lm: LoadedModel, tok: Any, dialect: str) -> tuple[GenerationResult, str]:
+    """The embedded model's constrained answer to a question only
+    ``get_current_time`` answers, with ``tool_choice`` required, and its
+    text, which must read as one or more valid calls of it. The text is
+    the tokens' own bytes: Gemma's decoder writes the ▁ of DeepSeek's
+    markers as a space (the vocabularies are made for these tests, not a
+    model's)."""
     tools = [server_tools("time")["get_current_time"]]
     result = generate(lm.model, tok, "What time is it in Paris?", tools, dialect, tool_choice="required",
                       reasoning=False, max_new_tokens=96)
     assert isinstance(result, GenerationResult)
-    # The tokens' own bytes: Gemma's decoder writes the ▁ of DeepSeek's
-    # markers as a space (a vocabulary made for this test, not a model's).
     text = b"".join(tok.token_bytes(token) for token in result.token_ids if token not in tok.eos_token_ids).decode()
-    assert text.startswith(("\n\n<｜DSML｜", "<｜tool▁calls▁begin｜>")), text
-    assert_valid_time_calls(text, tools, dialect)
-
-
-def assert_valid_time_calls(text: str, tools: list[Any], dialect: str) -> None:
-    """``text`` reads as one or more valid calls of ``get_current_time``."""
     parsed = parse_tool_calls(text, tools, dialect)
     assert parsed.errors == [] and len(parsed.tool_calls) >= 1, text
     schema = tools[0].parameters
     for call in parsed.tool_calls:
         assert call["function"]["name"] == "get_current_time"
         jsonschema.validate(json.loads(call["function"]["arguments"]), schema)
+    return result, text
 
 
 @functools.cache
@@ -357,11 +360,23 @@ def gemma_with_kimi_markers() -> Any:
 
 
 def test_the_embedded_model_writes_a_valid_call_in_kimis_format(lm: LoadedModel) -> None:
-    tok = gemma_with_kimi_markers()
-    tools = [server_tools("time")["get_current_time"]]
-    result = generate(lm.model, tok, "What time is it in Paris?", tools, "kimi_k2", tool_choice="required",
-                      reasoning=False, max_new_tokens=96)
-    assert isinstance(result, GenerationResult)
-    text = b"".join(tok.token_bytes(token) for token in result.token_ids if token not in tok.eos_token_ids).decode()
+    _, text = written_time_calls(lm, gemma_with_kimi_markers(), "kimi_k2")
     assert text.startswith("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_current_time:"), text
-    assert_valid_time_calls(text, tools, "kimi_k2")
+
+
+@functools.cache
+def gemma_with_harmony_markers() -> Any:
+    """Gemma 3's vocabulary with gpt-oss's Harmony markers in unused control
+    slots (70-76): only the constraint brings the model to write a call
+    message in Harmony."""
+    from constrained.tokenizers.gemma import GemmaVocabulary
+
+    markers = {70: "<|return|>", 71: "<|channel|>", 72: "<|message|>", 73: "<|call|>", 74: "<|constrain|>",
+               75: "<|start|>", 76: "<|end|>"}
+    return GemmaVocabulary(name="gemma3-harmony-markers", eos_token_ids=(70, 73, 1), renames=markers).load(None, None)
+
+
+def test_the_embedded_model_writes_a_valid_call_in_harmony(lm: LoadedModel) -> None:
+    result, text = written_time_calls(lm, gemma_with_harmony_markers(), "gpt_oss")
+    assert result.token_ids[-1] == 73, "the call's <|call|> ends the turn"
+    assert text.startswith("<|channel|>commentary to=functions.get_current_time"), text

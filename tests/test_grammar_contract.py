@@ -15,8 +15,8 @@ import constrained.dialects as dialects_package
 from constrained.compiler import compile_tools
 from constrained.dialects import DIALECTS, get_dialect
 from constrained.dialects.base import Dialect
-from constrained.dialects.contract import APPENDED_RULES, grammar_rules, needed_rules
-from constrained.dialects.turn_rules import SECTION_RULES, TEXT_CALL_RULES
+from constrained.dialects.contract import APPENDED_RULES, appended_rules, grammar_rules, needed_rules
+from constrained.dialects.turn_rules import FRAMED_LEAD_RULES, LEAD_RULES
 from constrained.errors import UnknownDialectError
 from constrained.grammar.lark import literal
 
@@ -39,11 +39,10 @@ def _lark(name: str) -> dict[str, str]:
     return grammar_rules(get_dialect(name).grammar())
 
 
-def _appended(dialect: Dialect) -> set[str]:
-    """The rules the compiler appends to ``dialect``'s grammar (besides ``g_*``)."""
-    own = {rule for rule, _ in dialect.markup.token_rules}
-    own |= set(TEXT_CALL_RULES) if dialect.markup.text_calls else set()
-    return APPENDED_RULES | own | (set(SECTION_RULES) if dialect.markup.section else set())
+def _written(marker: str) -> str:
+    """Lark for a marker that is text around ``<...>`` tokens (or one token)."""
+    parts = re.split(r"(<[^<>\s]+>)", marker)
+    return " ".join(part if index % 2 else literal(part) for index, part in enumerate(parts) if part)
 
 
 def _spelled(text: str, dialect: Dialect) -> str:
@@ -111,9 +110,11 @@ def test_the_call_runs_between_the_scanners_markers(name):
     dialect, rules = get_dialect(name), _lark(name)
     call = rules["call"]
     opening, closing = _spelled(dialect.markup.open, dialect), _spelled(dialect.markup.close, dialect)
-    assert call.startswith(opening + " ") and call.endswith(" " + closing)
+    assert call.startswith(opening + " ")
+    # A framed turn's call closing also ends the turn: end_after_calls writes it.
+    assert call.endswith(" tool_body" if dialect.markup.messages else " " + closing)
     if dialect.reasoning.tokens:
-        opening, closing = dialect.reasoning.tokens
+        opening, closing = (_written(marker) for marker in dialect.reasoning.tokens)
         label = f"{literal(dialect.reasoning.label)} " if dialect.reasoning.label else ""
         # A block is its opening, the label the parser reads, then the rest a prompt may have opened.
         assert rules["reasoning"] == f"{opening} {label}reasoning_rest"
@@ -135,5 +136,6 @@ def test_the_compiler_appends_to_the_lark_file(name):
     fixed, generated = grammar.split(f"\n{GENERATED}\n")
     assert fixed == dialect.grammar()
     appended = set(grammar_rules(generated))
-    assert APPENDED_RULES <= appended and not appended & set(_lark(name))
-    assert all(rule in _appended(dialect) or rule.lower().startswith("g_") for rule in appended), sorted(appended)
+    lead = FRAMED_LEAD_RULES if dialect.markup.messages else LEAD_RULES  # (a turn written as messages: fewer)
+    assert (APPENDED_RULES - set(LEAD_RULES)) | set(lead) <= appended and not appended & set(_lark(name))
+    assert all(rule in appended_rules(dialect) or rule.lower().startswith("g_") for rule in appended), sorted(appended)

@@ -72,7 +72,12 @@ def edit(size: int, seed: int) -> dict[str, Any]:
 def rendered(dialect: str, calls: list[dict[str, Any]], before: str = "", after: str = "") -> str:
     """The calls as the dialect writes them, between prose; each is read
     back exactly as given (so every value here is one the stream must
-    stream)."""
+    stream). Where a turn is framed messages, the prose before is a message
+    of its own and the prose after comes after the last call's closing."""
+    markup = DIALECTS[dialect].markup
+    if markup.messages is not None:
+        before = markup.messages.lead[0] + before + markup.messages.lead[1] if before else ""
+        after = markup.close + after if after else ""
     text = before + render_tool_calls(calls, TOOLS, dialect) + after
     result = parse_tool_calls(text, TOOLS, dialect)
     assert result.errors == [], result.errors

@@ -17,12 +17,13 @@ from sglang_tools import WEATHER, WRITE, sglang_tools
 
 import constrained.sglang
 from constrained import parse_tool_calls, render_tool_calls
+from constrained.dialects import get_dialect
 from constrained.sglang import ToolsTag
 
 constrained.sglang.register()
 
 DIALECTS = ("qwen3_coder", "gemma4", "functiongemma", "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v4", "deepseek_v41",
-            "deepseek_v31", "deepseek_r1", "kimi_k2")
+            "deepseek_v31", "deepseek_r1", "kimi_k2", "gpt_oss")
 TOOLS = [WRITE, WEATHER]
 CALLS = [
     {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}},
@@ -35,7 +36,10 @@ def parser(dialect: str, tools: list[dict[str, Any]] = TOOLS, tool_choice: Any =
 
 
 def output(dialect: str, calls: list[dict[str, Any]] = CALLS) -> str:
-    return "Let me see.\n" + render_tool_calls(calls, TOOLS, dialect)
+    """Text, then the calls (the text in a preamble message where the family frames text)."""
+    framing = get_dialect(dialect).markup.messages
+    text = "Let me see.\n" if framing is None else f"{framing.lead[0]}Let me see.\n{framing.lead[1]}"
+    return text + render_tool_calls(calls, TOOLS, dialect)
 
 
 def streamed(reader: FunctionCallParser, text: str, size: int) -> tuple[str, dict[int, str], dict[int, str]]:

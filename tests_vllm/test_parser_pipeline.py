@@ -15,6 +15,7 @@ from vllm.parser.parser_manager import ParserManager
 
 import constrained.vllm  # noqa: F401  (registers the tool parsers)
 from constrained import load_tokenizer, render_tool_calls
+from constrained.dialects import get_dialect
 from constrained.runtime.engine import EXTRA_ARGS_KEY, ToolsRequest
 
 WRITE = {
@@ -65,10 +66,12 @@ def test_a_constrained_request_carries_the_plugins_constraint_and_no_structural_
 
 
 @pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47", "hermes", "gemma4", "deepseek_v32", "deepseek_v41", "deepseek_v31", "deepseek_r1",
-                                     "kimi_k2"])
+                                     "kimi_k2", "gpt_oss"])
 def test_whole_and_streamed_outputs_give_the_exact_arguments(dialect):
     request = chat()
-    text = "Writing it.\n" + render_tool_calls([{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], dialect)
+    framing = get_dialect(dialect).markup.messages  # the text in a preamble message where the family frames text
+    lead = "Writing it.\n" if framing is None else f"{framing.lead[0]}Writing it.\n{framing.lead[1]}"
+    text = lead + render_tool_calls([{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], dialect)
     _reasoning, content, calls = parser_for(dialect, request).parse(text, request, enable_auto_tools=True)
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("write_file", ARGUMENTS)]
 
@@ -127,3 +130,31 @@ def test_content_after_vllms_reasoning_parser_is_read_as_it_stands():
     reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True)
     assert reasoning == "Plan: write it.\n" and (content or "").strip() == "Writing it."
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("write_file", ARGUMENTS)]
+
+
+def test_a_gpt_oss_model_is_read_by_vllms_harmony_parser_under_the_plugins_constraint():
+    """For a model whose type is gpt_oss, vLLM reads the output itself (its
+    HarmonyParser, from the tokens) and takes only a tool parser of its
+    GptOssToolParser class: the plug-in's gpt_oss parser is one, so the
+    request gets the plug-in's constraint, no structural tag of vLLM's,
+    and vLLM reads the call the constraint let through."""
+    composed = ParserManager.get_parser(tool_parser_name="constrained_gpt_oss", enable_auto_tools=True, is_harmony=True)
+    assert composed is not None and composed.__name__ == "HarmonyParser"
+    request = chat("required")
+    parser = composed(load_tokenizer("qwen3"), request.tools)
+    adjusted = parser.adjust_request(request)
+    outputs = adjusted.structured_outputs
+    assert outputs is None or (outputs.structural_tag is None and outputs.json is None)
+    described = ToolsRequest.from_json(adjusted.vllm_xargs[EXTRA_ARGS_KEY])
+    assert (described.dialect, described.tool_choice) == ("gpt_oss", "required")
+
+    harmony = load_tokenizer("o200k_harmony")
+    compiled = described.compile(harmony)
+    text = "<|channel|>analysis<|message|>Write it.<|end|><|start|>assistant" + render_tool_calls(
+        [{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], "gpt_oss"
+    )
+    assert compiled.check(text).accepted
+    tokens = harmony.encode(text) + [harmony.token_id("<|call|>")]
+    _reasoning, content, calls = parser.parse(text, request, enable_auto_tools=True, model_output_token_ids=tokens)
+    assert [(c.name, json.loads(c.arguments)) for c in calls or ()] == [("write_file", ARGUMENTS)]
+    assert not content

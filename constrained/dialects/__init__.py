@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..grammar.syntax import JSON_SYNTAX
 from .base import Dialect, Markers
-from .description import CallMarkup, CallSection, ChatFormat, Drift, ReasoningMarkup, TextCalls
+from .description import CallMarkup, CallSection, ChatFormat, Drift, MessageFraming, ReasoningMarkup, TextCalls
 from .registry import DIALECTS, ENTRY_POINT_GROUP, get_dialect, register_dialect
 from .segments import Malformed, Parsed, Value
 
@@ -21,6 +21,7 @@ __all__ = [
     "Drift",
     "Malformed",
     "Markers",
+    "MessageFraming",
     "Parsed",
     "ReasoningMarkup",
     "TextCalls",

@@ -57,6 +57,21 @@ class Markers:
             return literal(marker)
         return marker if _NAMED_TOKEN.fullmatch(marker) else f"<[{self.tokenizer.token_id(marker)}]>"
 
+    def tokens_in(self, text: str) -> list[str]:
+        """The special tokens of the tokenizer that ``text`` holds, spelled ``<...>``."""
+        return [piece for piece in _NAMED_TOKEN.findall(text) if self.is_token(piece)]
+
+    def holds_tokens(self, marker: str) -> bool:
+        """Whether ``marker`` is a special token, or text around special
+        tokens whose every ``<...>`` piece is one (Harmony's
+        ``<|channel|>analysis<|message|>``)."""
+        pieces = _NAMED_TOKEN.findall(marker)
+        return self.is_token(marker) or (bool(pieces) and all(map(self.is_token, pieces)))
+
+    def written(self, text: str) -> str:
+        """Lark for ``text``: the special tokens it holds as tokens, the rest as literals."""
+        return self.spelled(text, self.tokens_in(text))
+
     def spelled(self, text: str, tokens: Iterable[str]) -> str:
         """Lark for ``text`` that holds some of ``tokens`` (markers): each as
         :meth:`__call__` writes it, the text around them as literals."""
@@ -327,6 +342,12 @@ def arrange(value: Any, frame: Frame, schema: NormalizedSchema, order: str) -> A
             for i, item in enumerate(value)
         ]
     return value
+
+
+def last_answer(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the conversation's last plain assistant answer (no
+    calls), or -1: templates keep the reasoning of the turns after it."""
+    return max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and not m.get("tool_calls")), default=-1)
 
 
 def history_call(call: Mapping[str, Any], tools: Mapping[str, NormalizedTool]) -> tuple[NormalizedTool, dict[str, Any]]:

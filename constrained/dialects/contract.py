@@ -13,11 +13,12 @@ import re
 from ..errors import DialectError
 from .base import Dialect
 from .description import CallMarkup, ChatFormat, Drift, ReasoningMarkup
-from .turn_rules import LEAD_RULES, SECTION_RULES, TEXT_CALL_RULES
+from .turn_rules import FRAMED_LEAD_RULES, LEAD_RULES, SECTION_RULES, TEXT_CALL_RULES
 
 APPENDED_RULES = frozenset({"start", "end_of_turn", "end_after_calls", "tool_body", *LEAD_RULES})
-"""Rules the compiler appends to every grammar (besides the ``g_*`` ones,
-a calls section's, text calls' and the token rules: :mod:`.turn_rules`)."""
+"""Rules the compiler appends to a grammar (besides the ``g_*`` ones, a
+calls section's, text calls' and the token rules: :mod:`.turn_rules`;
+where the family writes a turn as messages, the lead rules are fewer)."""
 NAME = re.compile(r"[A-Za-z0-9_]+")
 """A dialect's name: also part of serving plug-ins' parser names."""
 
@@ -42,6 +43,16 @@ def needed_rules(dialect: Dialect) -> set[str]:
     if dialect.markup.separator:
         needed.add("call_separator")
     return needed
+
+
+def appended_rules(dialect: Dialect) -> set[str]:
+    """The rules the compiler appends to ``dialect``'s grammar (besides the ``g_*`` ones)."""
+    markup = dialect.markup
+    own = {rule for rule, _ in markup.token_rules} | (set(SECTION_RULES) if markup.section else set())
+    own |= set(TEXT_CALL_RULES) if markup.text_calls else set()
+    if markup.messages is None:
+        return set(APPENDED_RULES) | own
+    return (set(APPENDED_RULES) - set(LEAD_RULES)) | set(FRAMED_LEAD_RULES) | own | {"answer"}
 
 
 def check_dialect(dialect: object) -> Dialect:
@@ -83,9 +94,7 @@ def _check_grammar(dialect: Dialect) -> None:
             f"dialect {dialect.name!r}: its grammar defines no rule {', '.join(missing)}, which the compiler "
             "refers to (grammars/README.md lists what each rule writes)"
         )
-    own = {rule for rule, _ in dialect.markup.token_rules} | (set(SECTION_RULES) if dialect.markup.section else set())
-    own |= set(TEXT_CALL_RULES) if dialect.markup.text_calls else set()
-    appended = sorted(rule for rule in rules if rule in APPENDED_RULES | own or rule.lower().startswith("g_"))
+    appended = sorted(rule for rule in rules if rule in appended_rules(dialect) or rule.lower().startswith("g_"))
     if appended:
         raise DialectError(
             f"dialect {dialect.name!r}: its grammar defines {', '.join(appended)}, which the compiler appends; "

@@ -54,6 +54,30 @@ class CallSection:
 
 
 @dataclass(frozen=True)
+class MessageFraming:
+    """A family that writes a turn as messages, each with a header (gpt-oss's
+    Harmony): the answer and any text before a call sit inside markup, and
+    a call's closing ends the turn, so a turn holds one call."""
+
+    answer: str
+    """The header before the answer's text (the grammar writes it before ``text``)."""
+    lead: tuple[str, str]
+    """The markup around text before a call (a preamble message): its header
+    and what ends it."""
+    markers: tuple[str, ...]
+    """The markers between and around messages besides the call's opening
+    and closing: never content, and a call's arguments end at one."""
+    recipient: str
+    """What a header that names its recipient first starts with, at a
+    message's start (the stream holds text back at a start of it, as at the
+    markers)."""
+
+    def call_ends(self, markup: CallMarkup) -> tuple[str, ...]:
+        """The markers a call's message ends at (with its closing, or before the next message)."""
+        return (markup.close, markup.open, *self.markers)
+
+
+@dataclass(frozen=True)
 class CallMarkup:
     """How calls are marked in the output: what the grammar writes around
     each call and between calls, and what ends the turn."""
@@ -88,6 +112,10 @@ class CallMarkup:
 
     section: CallSection | None = None
     """Markers around a turn's calls as a whole, or ``None``."""
+    messages: MessageFraming | None = None
+    """How the turn's messages are framed where the family writes a turn as
+    messages, or ``None``; then the grammar's ``call`` rule stops before the
+    closing marker, which ``end_after_calls`` writes."""
     token_rules: tuple[tuple[str, str], ...] = ()
     """Special tokens the grammar names by a rule, as ``(rule, marker)``:
     tokens not spelled ``<...>``, which Lark cannot write as they are

@@ -25,7 +25,7 @@ from ..frames.toolset import NormalizedTool
 from ..grammar.emitter import ValueEmitter
 from ..grammar.lark import literal
 from ..grammar.syntax import JSON_SYNTAX
-from .base import Dialect, Markers, history_call, openai_function
+from .base import Dialect, Markers, history_call, last_answer, openai_function
 from .deepseek import json_arguments, partial_arguments
 from .deepseek_prompt import message_text
 from .description import CallMarkup, CallSection, ChatFormat, ReasoningMarkup
@@ -137,7 +137,7 @@ class KimiK2(Dialect):
             text += f"<|im_system|>tool_declare<|im_middle|>{json.dumps(declared, ensure_ascii=False)}{IM_END}"
         if not messages or messages[0].get("role") != "system":
             text += f"<|im_system|>system<|im_middle|>{_SYSTEM}{IM_END}"
-        answered = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and not m.get("tool_calls")), default=-1)
+        answered = last_answer(messages)
         ids: dict[str, str] = {}  # the conversation's call ids, as this prompt writes them
         opening = self.chat.turn.split("{text}")[0]
         for index, message in enumerate(messages):

@@ -13,7 +13,7 @@ from ..errors import CompileError, OptionError
 from ..grammar.lark import literal, regex
 from ..options import CompileOptions
 from .base import Dialect, Markers
-from .description import CallSection, TextCalls
+from .description import CallSection, MessageFraming, TextCalls
 from .segments import paired_fences
 
 SECTION_RULES = (
@@ -28,6 +28,8 @@ SECTION_RULES = (
 
 
 LEAD_RULES = ("FENCES_PAIRED", "FENCES_PAIRED_IN_LINE", "lead_text", "LEAD_TEXT", "reasoning_lead_text", "REASONING_LEAD_TEXT")
+FRAMED_LEAD_RULES = ("lead_text", "reasoning_lead_text")
+"""The lead rules where the family writes a turn as messages (:func:`lead_rules`)."""
 """The rules of the free text before a turn's first call (see :func:`lead_rules`)."""
 TEXT_CALL_RULES = ("text_call", "TEXT_CALL_OPEN", "reasoning_text_call", "REASONING_TEXT_CALL_OPEN")
 """The rules of a first call read without its opening (see :func:`text_call_rules`)."""
@@ -43,8 +45,10 @@ def turn_rules(dialect: Dialect, markers: Markers, options: CompileOptions, has_
         f"end_of_turn: {_present(markup.turn_ends, markers)}",
         f"end_after_calls: {_present(markup.ends_after_calls, markers)}",
         *(f"{rule}: {markers(marker)}" for rule, marker in markup.token_rules),
-        *lead_rules(),
+        *lead_rules(markup.messages, markers),
     ]
+    if markup.messages is not None:
+        rules.append(f"answer: {markers.written(markup.messages.answer)} text?")
     if markup.text_calls is not None:
         rules += text_call_rules(markup.text_calls)
     if markup.section is not None:
@@ -52,11 +56,17 @@ def turn_rules(dialect: Dialect, markers: Markers, options: CompileOptions, has_
     return rules
 
 
-def lead_rules() -> list[str]:
+def lead_rules(messages: MessageFraming | None, markers: Markers) -> list[str]:
     """``lead_text``: the dialect's free text (``TEXT``) before a turn's
     first call, and ``reasoning_lead_text`` the same after a reasoning
     block. The parser reads a call marker after an odd number of code-fence
-    lines as text in a code block, so this text holds them in pairs."""
+    lines as text in a code block, so this text holds them in pairs. Where
+    the family writes messages, the text is a message of its own, in the
+    framing's lead markup (after a reasoning block too), and its end marker
+    closes any code block in it: there it is plain ``TEXT``."""
+    if messages is not None:
+        opening, closing = map(markers.written, messages.lead)
+        return [f"lead_text: {opening} TEXT {closing}", "reasoning_lead_text: lead_text"]
     return [
         f"FENCES_PAIRED: {regex(paired_fences(line_start=True))}",
         f"FENCES_PAIRED_IN_LINE: {regex(paired_fences(line_start=False))}",
@@ -121,12 +131,12 @@ def start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_
     """``start``: reasoning where allowed, then text, calls or both as
     ``tool_choice`` allows, then the end of the turn."""
     tool_choice = options.tool_choice
-    has_block = bool(dialect.reasoning.tokens) and all(map(markers.is_token, dialect.reasoning.tokens))
+    has_block = bool(dialect.reasoning.tokens) and all(map(markers.holds_tokens, dialect.reasoning.tokens))
     if options.reasoning == "open" and not has_block:
         raise OptionError(
             f'reasoning="open": dialect {dialect.name!r} has no reasoning block with tokenizer '
             f"{markers.tokenizer.name!r} (its markers {', '.join(dialect.reasoning.tokens) or 'none'} "
-            "must be single special tokens)",
+            "must be special tokens, or text around them)",
             argument="reasoning",
         )
     # An open block is the prompt's: the output must close it first (calls come after reasoning).
@@ -146,21 +156,22 @@ def start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_
     later = text_calls.later if text_calls else "call"
 
     def calls(first_call: str) -> str:
-        if not options.parallel_tool_calls:
+        if not options.parallel_tool_calls or markup.messages is not None:  # (a call's closing ends the turn)
             return first_call
         if markup.separator:
             return f"{first_call} (call_separator {later})*"
         return f"{later}+" if first_call == later else f"{first_call} {later}*"
 
+    text = "text?" if markup.messages is None else "answer"  # (the answer's header even when it is empty)
     if tool_choice == "none" or not has_tools:
-        return f"start: {reasoning}text? end_of_turn"
+        return f"start: {reasoning}{text} end_of_turn"
     if markup.section is not None:
         section = f"{calls('call')} section_close end_after_calls"
         if tool_choice == "auto":
-            return f"start: {reasoning}text? end_of_turn | {led('text_section_open')} {section}"
+            return f"start: {reasoning}{text} end_of_turn | {led('text_section_open')} {section}"
         return f"start: {reasoning}section_open {section}"
     if tool_choice == "auto":
-        start = f"start: {reasoning}text? end_of_turn | {led('lead_text?')} {calls('call')} end_after_calls"
+        start = f"start: {reasoning}{text} end_of_turn | {led('lead_text?')} {calls('call')} end_after_calls"
         return start + (f" | {calls(led('text_call'))} end_after_calls" if text_calls else "")
     return f"start: {reasoning}{calls('call')} end_after_calls"
 

@@ -130,6 +130,8 @@ def read_output(text: str, tools: Any, chosen: Dialect, ids: CallIds) -> ParseRe
             reasoning.append(segment.text)
         elif segment.kind == "text":
             content.append(segment.text)
+        elif segment.kind == "markup":
+            continue  # a message's framing (see MessageFraming): never content
         elif segment.kind == "section_opening":
             opening = segment.text  # leaves the content with its call
         elif segment.kind == "section_closing":

@@ -86,11 +86,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..dialects.segments import CallSegment, Malformed, Segment, fences_in, held_back
+from ..dialects.segments import CallSegment, Malformed, Segment, fences_in, held_back, held_back_all
 from ..errors import StreamClosedError
 from ..options import Reasoning
 from .parse import CallIds, CallRejected, ParseResult, openai_call, read_output, reader, usable_tools
-from .stream_reading import OpenCall, arguments_prefix, call_openings, reasoning_markers, section_markers
+from .stream_reading import OpenCall, arguments_prefix, call_openings, markup_markers, reasoning_markers
 
 Delta = dict[str, Any]
 
@@ -154,7 +154,9 @@ class ToolCallStreamParser:
         self._text = _Text()
         self._reader = copy.copy(self.dialect.for_tools(self.tools))
         self._call_openings = call_openings(self._reader.reading(True), self.tools)
-        self._openings = self._call_openings + reasoning_markers(self._reader) + section_markers(self._reader)
+        self._openings = self._call_openings + reasoning_markers(self._reader) + markup_markers(self._reader)
+        messages = self.dialect.markup.messages
+        self._call_ends = (self.dialect.markup.close,) if messages is None else messages.call_ends(self.dialect.markup)
         # A segment the scan reads again (a call not settled yet) has its body parsed once.
         self._bodies = _ReadBodies(self._reader.parse_body)
         self._reader.parse_body = self._bodies  # type: ignore[method-assign]
@@ -255,6 +257,9 @@ class ToolCallStreamParser:
         before is settled, and the scan reads the rest as it would the
         whole text."""
         pending = next((s for s in segments if s.end > self._position), None)
+        if pending is not None and pending is segments[-1] and pending.kind == "reasoning" and self._reasoning:
+            # Reasoning not closed yet: nothing changes before a marker comes.
+            self._wait = (pending.start, (self._reasoning.closing, *self._openings, *self._call_ends))
         if pending is not None and pending.kind != "text":
             self._after_call = pending.kind == "section_closing"  # read only right after its call
             self._base, self._fenced = pending.start, pending.fenced
@@ -385,14 +390,13 @@ class ToolCallStreamParser:
         call = self._open
         if call is None or call.closed:
             return None
-        closing = self.dialect.markup.close
-        window = self._text.read(max(call.body, before - len(closing) + 1))
-        if closing in window:
+        window = self._text.read(max(call.body, before - max(map(len, self._call_ends)) + 1))
+        if any(end in window for end in self._call_ends):
             return None
         if call.quiet:
             return []
         deltas: list[Delta] = []
-        self._read_call(deltas, call, self._text.length - len(window) + len(held_back(window, closing)))
+        self._read_call(deltas, call, self._text.length - len(window) + len(held_back_all(window, self._call_ends)))
         return _merged(deltas)
 
     def _read_open_call(self, deltas: list[Delta], segment: CallSegment) -> None:
@@ -406,8 +410,8 @@ class ToolCallStreamParser:
         if call.closed:
             end = segment.end - len(closing)
         else:
-            tail = segment.text[max(len(opening), len(segment.text) - len(closing) + 1) :]
-            end = segment.end - len(tail) + len(held_back(tail, closing))
+            tail = segment.text[max(len(opening), len(segment.text) - max(map(len, self._call_ends)) + 1) :]
+            end = segment.end - len(tail) + len(held_back_all(tail, self._call_ends))
         if not call.quiet:
             self._read_call(deltas, call, end)
 

@@ -144,14 +144,16 @@ def reasoning_markers(reader: Dialect) -> tuple[str, ...]:
     return ((block.opening,) if block.interleaved else ()) + ((block.closing,) if block.lone_closing else ())
 
 
-def section_markers(reader: Dialect) -> tuple[str, ...]:
+def markup_markers(reader: Dialect) -> tuple[str, ...]:
     """The texts a calls section's markup may start with, where the dialect
-    writes one: text ending in the start of one waits, as it may turn into
-    markup (the scan reads the lead and inner text only where they are)."""
-    section = reader.markup.section
+    writes one, and the markers of framed messages: text ending in the
+    start of one waits, as it may turn into markup (the scan reads the lead
+    and inner text only where they are)."""
+    section, messages = reader.markup.section, reader.markup.messages
+    framing = () if messages is None else (*messages.markers, messages.recipient)
     if section is None:
-        return ()
-    return (section.lead + section.opening, section.opening, section.inner + section.closing, section.closing)
+        return framing
+    return (section.lead + section.opening, section.opening, section.inner + section.closing, section.closing, *framing)
 
 
 def call_openings(reader: Dialect, tools: Mapping[str, NormalizedTool]) -> tuple[str, ...]:

@@ -32,7 +32,12 @@ def output_problems(
     call_open = compiled.tokenizer.token_id(dialect.markup.open)
     # An opening that is text around a named token (DSML) is counted in the
     # text: no value may hold the token's text.
-    opened = sum(token == call_open for token in tokens) if call_open is not None else text.count(dialect.markup.open)
+    heads = dialect.markup.arguments_opening
+    if dialect.markup.messages is not None and heads is not None:
+        # Every message's header opens with that token: a call's is the one that names a tool.
+        opened = len(heads.findall(text.encode()))
+    else:
+        opened = sum(token == call_open for token in tokens) if call_open is not None else text.count(dialect.markup.open)
     unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.markup.open) for segment in dialect.scan(text))
     if opened + unmarked != len(names) + len(parsed.errors):
         problems.append(

@@ -318,6 +318,8 @@ def call_marks(compiled: CompiledTools) -> dict[int, int]:
     node each then serves every call of every tool: the masks that choose
     the tool, and those after a call (another call or the end)."""
     dialect = get_dialect(compiled.dialect)
+    if dialect.markup.messages is not None:
+        return {}  # every message's header opens with the call's opening token
     markers, tok = Markers(compiled.tokenizer), compiled.tokenizer
     opening, closing = tok.token_id(dialect.markup.open), tok.token_id(dialect.markup.close)
     if opening is None or closing is None or not (markers.is_token(dialect.markup.open) and markers.is_token(dialect.markup.close)):

@@ -26,6 +26,7 @@ from vllm.entrypoints.generate.base.protocol import (
 )
 from vllm.sampling_params import StructuredOutputsParams
 from vllm.tool_parsers import ToolParser, ToolParserManager
+from vllm.tool_parsers.gptoss_tool_parser import GptOssToolParser
 
 from ..dialects import DIALECTS, get_dialect
 from ..errors import OptionError
@@ -200,6 +201,23 @@ def _tokenizer_path(tokenizer: Any) -> str:
     return str(path)
 
 
+class ConstrainedHarmonyToolParser(ConstrainedToolParser, GptOssToolParser):
+    """gpt-oss's parser. For a model whose type is ``gpt_oss`` vLLM reads
+    the output itself: its ``HarmonyParser`` reads the Harmony messages from
+    the tokens and takes only a tool parser of the ``GptOssToolParser``
+    class, whose part is the request. So this one is of that class: it
+    attaches the constraint (and no structural tag of vLLM's), and vLLM
+    reads the calls. Served any other way, it reads them as every
+    dialect's parser does."""
+
+    dialect = "gpt_oss"
+    structural_tag_model = None
+
+
+ENGINE_READ = {ConstrainedHarmonyToolParser.dialect: ConstrainedHarmonyToolParser}
+"""Dialects whose outputs vLLM reads itself, and the parser class it takes there."""
+
+
 def register_tool_parsers() -> tuple[str, ...]:
     """Register ``constrained_<dialect>`` for every dialect known now (the
     built-ins, the entry points', and those registered in code before this
@@ -207,7 +225,9 @@ def register_tool_parsers() -> tuple[str, ...]:
     names = []
     for dialect in DIALECTS:
         name = f"constrained_{dialect}"
-        parser = type(f"Constrained{dialect.title().replace('_', '')}ToolParser", (ConstrainedToolParser,), {"dialect": dialect})
+        parser = ENGINE_READ.get(dialect) or type(
+            f"Constrained{dialect.title().replace('_', '')}ToolParser", (ConstrainedToolParser,), {"dialect": dialect}
+        )
         ToolParserManager.register_module(name=name, module=parser)
         names.append(name)
     return tuple(names)
