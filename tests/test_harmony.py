@@ -186,3 +186,17 @@ def test_the_chat_prompt_is_gpt_oss_template():
     opened = get_dialect("gpt_oss").chat_prompt(messages[:2], tools, reasoning="open")
     assert opened.endswith("<|start|>assistant<|channel|>analysis<|message|>")
     assert "Reasoning: low" in get_dialect("gpt_oss").chat_prompt(messages[:2], tools, reasoning=False)
+
+
+@pytest.mark.parametrize("marker", ["<|call|>", "<|end|>", "<|return|>", "<|start|>assistant", "<|channel|>"])
+def test_a_marker_outside_a_message_is_never_streamed_as_content(marker):
+    """The parser reads every marker as markup, even outside a message: the
+    stream holds a marker's first characters back until it knows, so the
+    content it sends adds up to the parser's, however the text is split."""
+    text = f"Say {marker} is a tag."
+    expected = parse_tool_calls(text, TOOLS, "gpt_oss").content
+    assert marker not in expected
+    for size in (1, 2, 3, len(text)):
+        stream = ToolCallStreamParser(TOOLS, "gpt_oss")
+        deltas = [d for i in range(0, len(text), size) for d in stream.feed(text[i : i + size])] + stream.close()
+        assert "".join(d.get("content", "") for d in deltas) == expected, size

@@ -146,11 +146,12 @@ def reasoning_markers(reader: Dialect) -> tuple[str, ...]:
 
 def markup_markers(reader: Dialect) -> tuple[str, ...]:
     """The texts a calls section's markup may start with, where the dialect
-    writes one, and the markers of framed messages: text ending in the
-    start of one waits, as it may turn into markup (the scan reads the lead
-    and inner text only where they are)."""
+    writes one, and the markers of framed messages (a call's closing among
+    them: outside a call it is markup too): text ending in the start of one
+    waits, as it may turn into markup (the scan reads the lead and inner
+    text only where they are)."""
     section, messages = reader.markup.section, reader.markup.messages
-    framing = () if messages is None else (*messages.markers, messages.recipient)
+    framing = () if messages is None else (*messages.call_ends(reader.markup), messages.recipient)
     if section is None:
         return framing
     return (section.lead + section.opening, section.opening, section.inner + section.closing, section.closing, *framing)
