@@ -24,7 +24,11 @@ def unwarmed_cache(compiled: CompiledTools) -> CompiledTools:
     return compiled
 
 
-NEXT_MESSAGE = {"gpt_oss": "<|call|><|start|>assistant"}
+NEXT_MESSAGE = {
+    name: dialect.markup.messages.between_calls(dialect.markup)
+    for name, dialect in DIALECTS.items()
+    if dialect.markup.messages is not None
+}
 """What a dialect whose call's closing ends the turn (it writes a turn as
 messages) writes between two calls in the chat history: the first call's
 closing and the next message's start."""

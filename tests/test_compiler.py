@@ -195,7 +195,7 @@ def answer(dialect: str, text: str = "") -> str:
 def before_call(dialect: str, text: str, call: str) -> str:
     """Text, then a call: on lines of their own, or the text in a preamble message."""
     framing = DIALECTS[dialect].markup.messages
-    return f"{text}\n{call}" if framing is None else framing.lead[0] + text + framing.lead[1] + call
+    return f"{text}\n{call}" if framing is None else framing.preamble(text) + call
 
 
 # A reasoning block as each family writes it (FunctionGemma has none).

@@ -48,7 +48,7 @@ def _framed(name: str) -> bool:
 def _before(name: str, text: str, call: str) -> str:
     """``text``, then ``call``: directly, or in a preamble message where the family frames text."""
     framing = get_dialect(name).markup.messages
-    return text + call if framing is None else framing.lead[0] + text + framing.lead[1] + call
+    return text + call if framing is None else framing.preamble(text) + call
 
 
 def _reasoning(name: str, opened_by_prompt: bool) -> str:

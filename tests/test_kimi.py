@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from sample_tools import WEATHER_DAYS, assert_stream_reads_as_parse
 
 from constrained import compile_tools, parse_tool_calls, render_tool_calls

@@ -76,7 +76,7 @@ def rendered(dialect: str, calls: list[dict[str, Any]], before: str = "", after:
     of its own and the prose after comes after the last call's closing."""
     markup = DIALECTS[dialect].markup
     if markup.messages is not None:
-        before = markup.messages.lead[0] + before + markup.messages.lead[1] if before else ""
+        before = markup.messages.preamble(before) if before else ""
         after = markup.close + after if after else ""
     text = before + render_tool_calls(calls, TOOLS, dialect) + after
     result = parse_tool_calls(text, TOOLS, dialect)

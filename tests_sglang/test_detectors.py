@@ -38,7 +38,7 @@ def parser(dialect: str, tools: list[dict[str, Any]] = TOOLS, tool_choice: Any =
 def output(dialect: str, calls: list[dict[str, Any]] = CALLS) -> str:
     """Text, then the calls (the text in a preamble message where the family frames text)."""
     framing = get_dialect(dialect).markup.messages
-    text = "Let me see.\n" if framing is None else f"{framing.lead[0]}Let me see.\n{framing.lead[1]}"
+    text = "Let me see.\n" if framing is None else framing.preamble("Let me see.\n")
     return text + render_tool_calls(calls, TOOLS, dialect)
 
 

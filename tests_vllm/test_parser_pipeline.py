@@ -70,7 +70,7 @@ def test_a_constrained_request_carries_the_plugins_constraint_and_no_structural_
 def test_whole_and_streamed_outputs_give_the_exact_arguments(dialect):
     request = chat()
     framing = get_dialect(dialect).markup.messages  # the text in a preamble message where the family frames text
-    lead = "Writing it.\n" if framing is None else f"{framing.lead[0]}Writing it.\n{framing.lead[1]}"
+    lead = "Writing it.\n" if framing is None else framing.preamble("Writing it.\n")
     text = lead + render_tool_calls([{"name": "write_file", "arguments": ARGUMENTS}], [WRITE], dialect)
     _reasoning, content, calls = parser_for(dialect, request).parse(text, request, enable_auto_tools=True)
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("write_file", ARGUMENTS)]

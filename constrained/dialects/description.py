@@ -71,6 +71,18 @@ class MessageFraming:
     """What a header that names its recipient first starts with, at a
     message's start (the stream holds text back at a start of it, as at the
     markers)."""
+    following: str
+    """What starts the turn's next message after one has ended (the chat
+    history writes each call of a turn as a message of its own)."""
+
+    def preamble(self, text: str) -> str:
+        """``text`` as the message before a call, up to the call's header."""
+        return self.lead[0] + text + self.lead[1]
+
+    def between_calls(self, markup: CallMarkup) -> str:
+        """What the chat history writes between two calls of one turn: the
+        first call's closing and the next message's start."""
+        return markup.close + self.following
 
     def call_ends(self, markup: CallMarkup) -> tuple[str, ...]:
         """The markers a call's message ends at (with its closing, or before the next message)."""

@@ -57,6 +57,8 @@ _HEADER_LIMIT = 512
 """The longest header: one that runs on (or holds a line break) before
 its ``<|message|>`` is text, so a stray marker never holds the rest back."""
 _ROLE = re.compile(r"<\|start\|>[^\s<]*")
+_FOLLOWING = START + "assistant"
+"""What starts the next assistant message of a turn."""
 _RECIPIENT_FIRST = re.compile(r"\s*to=")
 _RECIPIENT = re.compile(rf"(?:^|\s)to=(?P<to>{_NAME_TEXT})")
 _CHANNEL = re.compile(rf"<\|channel\|>(?P<channel>{_NAME_TEXT})")
@@ -83,6 +85,15 @@ _GRAMMAR = "\n".join(
 )
 
 
+_MESSAGES = MessageFraming(
+    answer=CHANNEL + "final" + MESSAGE,
+    lead=(CHANNEL + "commentary" + MESSAGE, END + _FOLLOWING),
+    markers=(START, END, RETURN),
+    recipient="to=",
+    following=_FOLLOWING,
+)
+
+
 class GptOss(Dialect):
     name = "gpt_oss"
     family = "gpt-oss (Harmony)"
@@ -96,12 +107,7 @@ class GptOss(Dialect):
         separator="",
         other_tokens=(MESSAGE, CONSTRAIN, START, END),
         arguments_opening=re.compile(_OPENING.encode()),
-        messages=MessageFraming(
-            answer=CHANNEL + "final" + MESSAGE,
-            lead=(CHANNEL + "commentary" + MESSAGE, END + START + "assistant"),
-            markers=(START, END, RETURN),
-            recipient="to=",
-        ),
+        messages=_MESSAGES,
     )
     reasoning = ReasoningMarkup(tokens=(_ANALYSIS, END), interleaved=True)
     drift = Drift(reads_cut_off_call=True)  # (the engine drops the <|call|>: a stop token)
@@ -122,7 +128,7 @@ class GptOss(Dialect):
         """Each call a message of its own, the earlier ones closed by their
         ``<|call|>`` (a turn the model writes holds one call: its
         ``<|call|>`` stops the generation)."""
-        return (CALL + START + "assistant").join(self.render_call(tool, arguments, key_order) for tool, arguments in calls)
+        return _MESSAGES.between_calls(self.markup).join(self.render_call(tool, arguments, key_order) for tool, arguments in calls)
 
     def name_problem(self, name: str) -> str | None:
         if len(name) > _HEADER_LIMIT - len(HEAD):
