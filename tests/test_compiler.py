@@ -146,6 +146,10 @@ WRITE_ARGUMENTS = '{"path": "notes/out.txt", "content": "line 1\\nline 2", "over
 WRITE_CALL["deepseek_v31"] = f"<｜tool▁call▁begin｜>write_file<｜tool▁sep｜>{WRITE_ARGUMENTS}<｜tool▁call▁end｜>"
 WRITE_CALL["deepseek_r1"] = f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>write_file\n```json\n{WRITE_ARGUMENTS}\n```<｜tool▁call▁end｜>"
 WRITE_CALL["kimi_k2"] = f"<|tool_call_begin|>functions.write_file:0<|tool_call_argument_begin|>{WRITE_ARGUMENTS}<|tool_call_end|>"
+WRITE_CALL["minimax_m2"] = (
+    '<invoke name="write_file">\n<parameter name="path">notes/out.txt</parameter>\n'
+    '<parameter name="content">line 1\nline 2</parameter>\n<parameter name="overwrite">true</parameter>\n</invoke>'
+)
 
 
 def harmony(name: str, arguments: str) -> str:
@@ -167,6 +171,7 @@ TIME_CALL = {
     "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{"tz": "UTC"}\n```<｜tool▁call▁end｜>',
     "kimi_k2": '<|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{"tz": "UTC"}<|tool_call_end|>',
     "gpt_oss": harmony("get_time", '{"tz": "UTC"}'),
+    "minimax_m2": '<invoke name="get_time">\n<parameter name="tz">UTC</parameter>\n</invoke>',
 }
 # What opens a call as a special token (in DSML, the token every tag starts
 # with), and what closes one.
@@ -206,6 +211,7 @@ REASONING = {
     "glm47": "<think>The user wants the notes saved.</think>",
     "gemma4": "<|channel>thought\nThe user wants the notes saved.<channel|>",
     **dict.fromkeys([*dsml(""), "deepseek_v31", "deepseek_r1", "kimi_k2"], "<think>The user wants the notes saved.</think>"),
+    "minimax_m2": "<think>\nThe user wants the notes saved.\n</think>\n\n",
     "gpt_oss": "<|channel|>analysis<|message|>The user wants the notes saved.<|end|><|start|>assistant",
 }
 TEXT = "Sure, I will save the notes. Anything else?"
@@ -851,6 +857,8 @@ def test_every_mcp_tool_compiles(dialect):
         "kimi_k2": "<|tool_call_begin|>functions.fetch:0<|tool_call_argument_begin|>"
         '{"url": "https://example.com/a?b=1", "max_length": 2000}<|tool_call_end|>',
         "gpt_oss": harmony("fetch", '{"url": "https://example.com/a?b=1", "max_length": 2000}'),
+        "minimax_m2": '<invoke name="fetch">\n<parameter name="url">https://example.com/a?b=1</parameter>\n'
+        '<parameter name="max_length">2000</parameter>\n</invoke>',
         **dsml(
             '<｜DSML｜invoke name="fetch">\n<｜DSML｜parameter name="url" string="true">https://example.com/a?b=1</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="max_length" string="false">2000</｜DSML｜parameter>\n</｜DSML｜invoke>'
@@ -879,6 +887,7 @@ def test_an_untranslatable_pattern_is_a_relaxation_not_a_failure(dialect):
         "deepseek_r1": '<｜tool▁call▁begin｜>function<｜tool▁sep｜>tag\n```json\n{"label": "keep", "n": 2}\n```<｜tool▁call▁end｜>',
         "kimi_k2": '<|tool_call_begin|>functions.tag:0<|tool_call_argument_begin|>{"label": "keep", "n": 2}<|tool_call_end|>',
         "gpt_oss": harmony("tag", '{"label": "keep", "n": 2}'),
+        "minimax_m2": '<invoke name="tag">\n<parameter name="label">keep</parameter>\n<parameter name="n">2</parameter>\n</invoke>',
         **dsml(
             '<｜DSML｜invoke name="tag">\n<｜DSML｜parameter name="label" string="true">keep</｜DSML｜parameter>\n'
             '<｜DSML｜parameter name="n" string="false">2</｜DSML｜parameter>\n</｜DSML｜invoke>'

@@ -299,6 +299,9 @@ def call_text(dialect: str, name: str, members: list[tuple[str, str]]) -> str:
         nl = "\n" if dialect == "glm45" else ""
         body = "".join(f"<arg_key>{key}</arg_key>{nl}<arg_value>{value}</arg_value>{nl}" for key, value in members)
         return f"<tool_call>{name}{nl}{body}</tool_call>"
+    if dialect == "minimax_m2":
+        body = "".join(f'<parameter name="{key}">{value}</parameter>\n' for key, value in members)
+        return f'<invoke name="{name}">\n{body}</invoke>'
     dsml = get_dialect(dialect)
     if isinstance(dsml, DeepSeekV32):
         tags = dsml.tags

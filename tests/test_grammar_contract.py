@@ -47,10 +47,11 @@ def _written(marker: str) -> str:
 
 def _spelled(text: str, dialect: Dialect) -> str:
     """Lark for marker ``text`` as the dialect's ``.lark`` writes it: a named
-    token by its rule, the text around it as literals."""
+    token by its rule, the text around it as literals; a marker that is
+    text inside the section as a literal."""
     names = {marker: rule for rule, marker in dialect.markup.token_rules}
     if not any(marker in text for marker in names):
-        return text
+        return literal(text) if dialect.markup.markers_in_section else text
     parts = re.split("(" + "|".join(map(re.escape, names)) + ")", text)
     return " ".join(names.get(part) or literal(part) for part in parts if part)
 

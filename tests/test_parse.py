@@ -86,6 +86,9 @@ def test_raw_values_are_typed_by_the_schema(dialect):
         tags = chosen.tags
         body = "".join(f'{tags.parameter_open(k)}{str(k == "label").lower()}">{v}{tags.parameter_close}\n' for k, v in raw.items())
         text = chosen.markup.calls_text([f'{chosen.markup.open}query">\n{body}{chosen.markup.close}'])
+    elif dialect == "minimax_m2":
+        body = "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in raw.items())
+        text = chosen.markup.calls_text([f'<invoke name="query">\n{body}</invoke>'])
     else:
         nl = "\n" if dialect == "glm45" else ""
         body = "".join(f"<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>{nl}" for k, v in raw.items())

@@ -114,6 +114,8 @@ MARKED["o200k_harmony"] = ('<|start|>assistant<|channel|>commentary to=functions
                            '<|message|>{"city": "Tokyo"}<|call|>')
 MARKED["kimi_k2"] = ("<think>plan</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
                      '<|tool_call_argument_begin|>{"city": "Tokyo"}<|tool_call_end|><|tool_calls_section_end|><|im_end|>')
+MARKED["minimax_m2"] = ('<think>\nplan\n</think>\n\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'
+                         '<parameter name="city">Tokyo</parameter>\n</invoke>\n</minimax:tool_call>[e~[')
 MARKED["llama3"] = ('<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>'
                     '{"name": "get_weather", "parameters": {"city": "Tokyo"}}<|eom_id|>')
 

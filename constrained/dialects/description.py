@@ -128,19 +128,29 @@ class CallMarkup:
     """How the turn's messages are framed where the family writes a turn as
     messages, or ``None``; then the grammar's ``call`` rule stops before the
     closing marker, which ``end_after_calls`` writes."""
+    markers_in_section: bool = False
+    """Whether the call's opening and closing are plain text that only the
+    section holds (MiniMax's ``<invoke name="``): the section's opening and
+    closing are then the special tokens a tokenizer must have."""
     token_rules: tuple[tuple[str, str], ...] = ()
     """Special tokens the grammar names by a rule, as ``(rule, marker)``:
     tokens not spelled ``<...>``, which Lark cannot write as they are
     (DeepSeek's ``｜DSML｜``). The compiler appends each rule; a marker of
     the call markup that holds one is text around it."""
 
+    def __post_init__(self) -> None:
+        if self.markers_in_section and self.section is None:
+            raise DialectError("markers_in_section: the call's markers are text inside a section, so a section is needed")
+
     @property
     def required_tokens(self) -> tuple[str, ...]:
         """Markers that must be single special tokens of the tokenizer: the
-        call's opening and closing unless they are text holding a named
-        token, and every other and named token."""
+        call's opening and closing (the section's, where the call's are text
+        inside it) unless they are text holding a named token, and every
+        other and named token."""
         named = tuple(marker for _, marker in self.token_rules)
-        own = tuple(m for m in (self.open, self.close) if not any(token in m for token in named))
+        calls = (self.section.opening, self.section.closing) if self.section and self.markers_in_section else (self.open, self.close)
+        own = tuple(m for m in calls if not any(token in m for token in named))
         return (*own, *self.other_tokens, *named)
 
     def calls_text(self, calls: list[str]) -> str:

@@ -119,7 +119,7 @@ class DeepSeekV32(DeepSeekPrompt, RawValueDialect):
     any_guard = re.compile(re.escape(HELD_OUT))
 
     def values_syntax(self, markers: Markers) -> ValueSyntax:
-        return replace(self.value_syntax, excluded_text=HELD_OUT)
+        return replace(self.value_syntax, excluded_texts=(HELD_OUT,))
 
     def call_body(self, tool: NormalizedTool, emitter: ValueEmitter, markers: Markers) -> str:
         tags = self.tags

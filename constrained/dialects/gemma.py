@@ -62,7 +62,7 @@ class GemmaSyntax(ValueSyntax):
         return f"{self.string_delimiter} {text} {self.string_delimiter}"
 
     def walk_shape(self, tokenizer: Tokenizer) -> WalkShape | NotWalkable:
-        if self.excluded_text is not None:  # the walk's free leaves are llguidance's plain ones
+        if self.excluded_texts:  # the walk's free leaves are llguidance's plain ones
             return NotWalkable("its strings keep a closing marker out of their text, which the walk does not follow")
         delimiter = tokenizer.token_id(self.string_delimiter)
         if delimiter is None or not tokenizer.is_special(delimiter):

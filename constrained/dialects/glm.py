@@ -90,7 +90,7 @@ class Glm45(RawValueDialect):
     def values_syntax(self, markers: Markers) -> ValueSyntax:
         # A value ends at the first </arg_value> (as a token or as text),
         # so no string inside a JSON value may hold that text.
-        return replace(self.value_syntax, excluded_text=CLOSE)
+        return replace(self.value_syntax, excluded_texts=(CLOSE,))
 
     def name_problem(self, name: str) -> str | None:
         return None if _NAME.fullmatch(name) else "the name after <tool_call> may not be empty or hold '<' or a newline"

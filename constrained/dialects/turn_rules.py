@@ -18,6 +18,7 @@ from .segments import paired_fences
 
 SECTION_RULES = (
     "section_open",
+    "reasoning_section_open",
     "text_section_open",
     "TEXT_TO_SECTION",
     "reasoning_text_section_open",
@@ -93,7 +94,9 @@ def text_call_rules(text_calls: TextCalls) -> list[str]:
 
 def section_rules(section: CallSection, markers: Markers, named: Sequence[str]) -> list[str]:
     """``section_open`` (the lead, the opening and the inner text),
-    ``text_section_open`` and ``reasoning_text_section_open`` (lead text,
+    ``reasoning_section_open`` (the same after a reasoning block, whose
+    blank end takes the lead's place: a lead of line breaks after it is
+    one lexeme with it), ``text_section_open`` and ``reasoning_text_section_open`` (lead text,
     then the opening: under ``auto``) and ``section_close``. Where the
     opening starts with text before its first token (DSML's ``<``), the
     lead text and that text are one lexeme, which may end only right before
@@ -122,6 +125,7 @@ def section_rules(section: CallSection, markers: Markers, named: Sequence[str]) 
         ]
     return [
         f"section_open: {spelled(section.lead, section.opening, section.inner)}",
+        f"reasoning_section_open: {opening}",
         *text_open,
         f"section_close: {spelled(section.inner, section.closing)}",
     ]
@@ -169,7 +173,7 @@ def start_rule(dialect: Dialect, markers: Markers, options: CompileOptions, has_
         section = f"{calls('call')} section_close end_after_calls"
         if tool_choice == "auto":
             return f"start: {reasoning}{text} end_of_turn | {led('text_section_open')} {section}"
-        return f"start: {reasoning}section_open {section}"
+        return f"start: {led('section_open')} {section}"
     if tool_choice == "auto":
         start = f"start: {reasoning}{text} end_of_turn | {led('lead_text?')} {calls('call')} end_after_calls"
         return start + (f" | {calls(led('text_call'))} end_after_calls" if text_calls else "")

@@ -110,12 +110,12 @@ class ValueEmitter:
 
     def _free_value(self) -> str:
         """The rule for any value: the grammar's own, or with
-        :attr:`ValueSyntax.excluded_text` one that keeps it out of strings and keys."""
-        excluded = self.syntax.excluded_text
-        if excluded is None:
+        :attr:`ValueSyntax.excluded_texts` one that keeps them out of strings and keys."""
+        excluded = self.syntax.excluded_texts
+        if not excluded:
             return self.syntax.free_rule
         if "free" not in self._memo:
-            text = {"type": "string", "pattern": without_text(excluded)}
+            text = {"type": "string", "pattern": without_text(*excluded)}
             scalars = [text, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
             value = {"$ref": "#/$defs/value"}
             composites = [
@@ -181,7 +181,7 @@ class ValueEmitter:
 
     def json_string(self, frame: StringFrame, path: str) -> str:
         """A ``%json`` string leaf: lengths, the format's pattern and the
-        first pattern enforced, and no :attr:`ValueSyntax.excluded_text`."""
+        first pattern enforced, and none of :attr:`ValueSyntax.excluded_texts`."""
         schema: dict[str, Any] = {"type": "string"}
         if frame.min_length:
             schema["minLength"] = frame.min_length
@@ -196,8 +196,8 @@ class ValueEmitter:
             schema["pattern"] = f"^(?:{patterns[0]})$"
             if len(patterns) > 1:
                 self.warn(path, "pattern", "only the first of several patterns is enforced during generation")
-        if self.syntax.excluded_text is not None:
-            return json_leaf({"allOf": [schema, {"pattern": without_text(self.syntax.excluded_text)}]})
+        if self.syntax.excluded_texts:
+            return json_leaf({"allOf": [schema, {"pattern": without_text(*self.syntax.excluded_texts)}]})
         return json_leaf(schema)
 
     def raw_text(self, frame: StringFrame, path: str, excluded: str | None = None) -> str | None:
@@ -306,8 +306,9 @@ class ValueEmitter:
             return f"{self.syntax.key(key)} {self.value(value, f'{path}/properties/{key}')}"
 
         key_regex = regex(self.syntax.key_pattern)
-        if self.syntax.excluded_text is not None:
-            key_regex += f" & ~{regex('(?s:.*)' + re.escape(self.syntax.excluded_text) + '(?s:.*)')}"
+        if self.syntax.excluded_texts:
+            held = "|".join(map(re.escape, self.syntax.excluded_texts))
+            key_regex += f" & ~{regex(f'(?s:.*)({held})(?s:.*)')}"
         extra = self.additional_member(
             frame, path, key_regex, self.syntax.any_key, lambda v: self.value(v, f"{path}/additionalProperties")
         )

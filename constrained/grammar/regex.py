@@ -110,23 +110,30 @@ def _translate_escapes(pattern: str) -> str | None:
     return "".join(out)
 
 
-def without_text(text: str) -> str:
-    """A whole-string regex of the strings that do not contain ``text``,
+def without_text(*texts: str) -> str:
+    """A whole-string regex of the strings that contain none of ``texts``,
     without look-around (it serves as a JSON Schema ``pattern``).
 
-    Written as runs between occurrences of ``text``'s first character: each
-    such occurrence may be followed by a proper prefix of the rest and then
-    any character that breaks the match. That is exact when the first
-    character does not occur again in ``text`` (no failed partial match can
+    Written as runs between occurrences of the texts' first character (one
+    for all): each such occurrence may be followed by a prefix that some
+    text's rest goes on from (never a whole rest) and then any character
+    that none of them goes on with there. That is exact when the first
+    character does not occur again in any text (no failed partial match can
     hide the start of another), which is required.
     """
-    first, rest = text[:1], text[1:]
-    if not text or first in rest:
-        raise ValueError(f"{text!r} must be non-empty and not repeat its first character")
+    first = texts[0][:1] if texts and texts[0] else ""
+    rests = [text[1:] for text in texts]
+    if not first or any(text[:1] != first or first in text[1:] for text in texts):
+        raise ValueError(f"{texts!r} must be non-empty, start alike and not repeat their first character")
     head = _class_escape(first)
-    breaks = "|".join(
-        f"{escape(rest[:k])}(?:[^{_class_escape(rest[k])}{head}][^{head}]*)?" for k in range(len(rest))
-    )
+    prefixes = dict.fromkeys(rest[:k] for rest in rests for k in range(len(rest)) if rest[:k] not in rests)
+
+    def breaking(prefix: str) -> str:
+        # After the first character and ``prefix``: the end, or a character no text goes on with.
+        going_on = sorted({_class_escape(r[len(prefix)]) for r in rests if len(r) > len(prefix) and r.startswith(prefix)})
+        return f"{escape(prefix)}(?:[^{''.join(going_on)}{head}][^{head}]*)?"
+
+    breaks = "|".join(map(breaking, prefixes))
     return f"^(?:[^{head}]*(?:{escape(first)}(?:{breaks}))*)$"
 
 

@@ -64,9 +64,10 @@ class ValueSyntax(ABC):
     key_pattern: str
     """Regex of the key text written for a key that is not declared (declared
     keys are literals): JSON keys without escapes, Gemma's bare keys."""
-    excluded_text: str | None = None
-    """Text no JSON string (value or key) may contain: a closing marker the
-    dialect's parsers look for in the raw text of a whole value."""
+    excluded_texts: tuple[str, ...] = ()
+    """Texts no JSON string (value or key) may contain: closing markers the
+    dialect's parsers look for in the raw text of a whole value (all
+    starting with one character that none repeats, see :func:`~.regex.without_text`)."""
 
     free_keys_keep_pattern: ClassVar[bool] = False
     """Whether the keys inside an untyped value (:attr:`free_rule`) keep to
@@ -141,7 +142,7 @@ class JsonSyntax(ValueSyntax):
         return emitter.json_string(frame, path)
 
     def walk_shape(self, tokenizer: Tokenizer) -> WalkShape | NotWalkable:
-        if self.excluded_text is not None:
+        if self.excluded_texts:
             return NotWalkable("its strings keep a closing marker out of their text, which the walk does not follow")
         return JSON_SHAPE
 

