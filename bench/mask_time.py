@@ -90,7 +90,7 @@ from constrained.tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import bfcl_entries, mcp_calls  # noqa: E402  (the corpus reader the tests use)
 from report import BENCH, environment, plot_distributions, summary, write_section  # noqa: E402
-from xgrammar_formats import SPELLINGS  # noqa: E402  (a second spelling of a family's calls)
+from xgrammar_formats import OPENED_BY_PROMPT, SPELLINGS  # noqa: E402  (how each family's calls are written for both engines)
 
 PYTHON = inspect.getsource(textwrap)[:3000]  # real Python source, fixed per Python version
 CODING_ROUNDS = 5
@@ -114,12 +114,12 @@ OTHER_VALUES = "constrained, other values"
 NEVER_SEEN = "constrained, call never seen"
 XGRAMMAR = "XGrammar 0.2.9"
 TOKENIZER = {"qwen3_coder": "qwen3", "glm47": "qwen3", "hermes": "qwen3", "gemma4": "gemma4", "deepseek_v4": "deepseek_v4",
-             "kimi_k2": "kimi_k2", "gpt_oss": "o200k_harmony"}
+             "kimi_k2": "kimi_k2", "gpt_oss": "o200k_harmony", "minimax_m2": "minimax_m2"}
 XGRAMMAR_TAG = {"qwen3_coder": "qwen_3_coder", "glm47": "glm_4_7", "hermes": "qwen_3", "gemma4": "gemma_4",
-                "deepseek_v4": "deepseek_v4", "kimi_k2": "kimi", "gpt_oss": "harmony"}
+                "deepseek_v4": "deepseek_v4", "kimi_k2": "kimi", "gpt_oss": "harmony", "minimax_m2": "minimax"}
 END = {"qwen3_coder": "<|im_end|>", "glm47": "<|endoftext|>", "hermes": "<|im_end|>", "gemma4": "<|tool_response>",
-       "deepseek_v4": "<｜end▁of▁sentence｜>", "kimi_k2": "<|im_end|>", "gpt_oss": "<|call|>"}
-CALL_DIALECTS = ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2", "gpt_oss")
+       "deepseek_v4": "<｜end▁of▁sentence｜>", "kimi_k2": "<|im_end|>", "gpt_oss": "<|call|>", "minimax_m2": "[e~["}
+CALL_DIALECTS = ("qwen3_coder", "gemma4", "hermes", "deepseek_v4", "kimi_k2", "gpt_oss", "minimax_m2")
 """The dialects of the BFCL, MCP and never-seen workloads."""
 
 
@@ -244,7 +244,8 @@ def xgrammar_grammar(dialect: str, specs: list[dict[str, Any]], tok: Tokenizer) 
         info = xgr.TokenizerInfo(list(table), xgr.VocabType.RAW, vocab_size=tok.vocab_size,
                                  stop_token_ids=list(tok.eos_token_ids))
         _xgr_compilers[tok.name] = xgr.GrammarCompiler(info, max_threads=1)
-    tag = xgr.get_model_structural_tag(XGRAMMAR_TAG[dialect], tools=specs, tool_choice="required", reasoning="disabled")
+    reasoning = "enabled" if dialect in OPENED_BY_PROMPT else "disabled"  # the prompt opened the block
+    tag = xgr.get_model_structural_tag(XGRAMMAR_TAG[dialect], tools=specs, tool_choice="required", reasoning=reasoning)
     return _xgr_compilers[tok.name].compile_structural_tag(tag)
 
 
@@ -308,7 +309,8 @@ def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int]
     its tools as OpenAI specs; None (counted) when its calls are no valid
     calls of its tools."""
     try:
-        compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=False,
+        reasoning = "open" if load.dialect in OPENED_BY_PROMPT else False
+        compiled = compile_tools(case.tools, load.dialect, tok, tool_choice="required", reasoning=reasoning,
                                  key_order="schema")
         text = written(load.dialect, [{"name": n, "arguments": a} for n, a in case.calls], compiled)
     except Exception:  # ground truth that is no valid call of its tools (see tests/test_dialect_corpus.py)
@@ -321,11 +323,14 @@ def prepared(load: Workload, case: Case, tok: Tokenizer) -> tuple[Any, list[int]
 def written(dialect: str, calls: list[dict[str, Any]], compiled: Any) -> str:
     """The calls as the dialect writes them (keys in schema order): in a
     family whose call ends the turn, the first call, in the spelling both
-    engines take (:data:`xgrammar_formats.SPELLINGS`)."""
+    engines take (:data:`xgrammar_formats.SPELLINGS`); after the rest of the
+    reasoning block where the family's prompt opens one
+    (:data:`xgrammar_formats.OPENED_BY_PROMPT`)."""
     if get_dialect(dialect).markup.messages is not None:
         calls = calls[:1]
     text = render_tool_calls(calls, compiled.tools, dialect, key_order="schema")
-    return SPELLINGS[dialect][1](text) if dialect in SPELLINGS else text
+    text = SPELLINGS[dialect][1](text) if dialect in SPELLINGS else text
+    return OPENED_BY_PROMPT.get(dialect, "") + text
 
 
 def prepared_cases(load: Workload, tok: Tokenizer) -> Iterator[tuple[Case, Any, list[int], list[dict[str, Any]]]]:

@@ -5,7 +5,7 @@ this library's dialects, written to ``bench/RESULTS.md`` (section
     python bench/xgrammar_formats.py [--bfcl-stride N]
 
 For each family, the same tokens through both engines (``tool_choice``
-required, reasoning off):
+required, reasoning off, or the rest of a block the prompt opened):
 
 - **valid calls**: held-out BFCL ground-truth calls (every N-th entry from
   the second) and a ``write_file`` call per awkward string value (text that
@@ -23,6 +23,8 @@ gpt-oss's turn holds one call (its ``<|call|>`` ends the turn): each BFCL
 entry gives its first call, and every case is judged twice, as the renderer
 writes the call's header and without the space before ``<|constrain|>``
 (the format's documentation has both; XGrammar's tag writes the second).
+MiniMax's prompt opens the reasoning block, so its calls follow the
+block's closing, for both engines.
 
 Where the engines disagree, the first cases of each kind are shown.
 Mask and advance times per token for ``deepseek_v4`` and ``kimi_k2`` are
@@ -57,10 +59,16 @@ from sample_tools import WRITE_FILE  # noqa: E402
 FAMILIES = {
     "deepseek_v32": "deepseek_v3_2", "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v4_1",
     "deepseek_v31": "deepseek_v3_1", "deepseek_r1": "deepseek_r1", "kimi_k2": "kimi", "gpt_oss": "harmony",
+    "minimax_m2": "minimax",
 }  # fmt: skip
 """Dialect -> XGrammar's built-in structural tag for the same format."""
-TOKENIZER = {dialect: "deepseek_v4" for dialect in FAMILIES} | {"kimi_k2": "kimi_k2", "gpt_oss": "o200k_harmony"}
-"""DeepSeek V4's vocabulary holds every DeepSeek marker; Kimi's and gpt-oss's are built in."""
+TOKENIZER = {dialect: "deepseek_v4" for dialect in FAMILIES} | {
+    "kimi_k2": "kimi_k2", "gpt_oss": "o200k_harmony", "minimax_m2": "minimax_m2"}  # fmt: skip
+"""DeepSeek V4's vocabulary holds every DeepSeek marker; Kimi's, gpt-oss's and MiniMax's are built in."""
+OPENED_BY_PROMPT = {"minimax_m2": "Looking it up.\n</think>\n\n"}
+"""Families whose prompt opens the reasoning block (MiniMax's ends with
+``<think>\n``; XGrammar's tag then starts inside it): both engines get the
+block's rest before the calls, this library with ``reasoning="open"``."""
 SPELLINGS = {"gpt_oss": ("no space before <|constrain|>", lambda text: text.replace(" <|constrain|>", "<|constrain|>"))}
 """A second way the family writes a call, judged too (Harmony's documentation
 writes a call's header both ways; XGrammar's tag writes this one)."""
@@ -117,7 +125,7 @@ class Tally:
 class XGrammar:
     """XGrammar's compiler over one vocabulary, its cache off."""
 
-    def __init__(self, tok: Tokenizer) -> None:
+    def __init__(self, tok: Tokenizer, reasoning: str) -> None:
         import xgrammar as xgr
 
         table, _ = tok.token_table
@@ -125,9 +133,10 @@ class XGrammar:
         self.xgr = xgr
         self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
         self.tok = tok
+        self.reasoning = reasoning
 
     def compile(self, tag: str, specs: list[dict[str, Any]]) -> Any:
-        structural = self.xgr.get_model_structural_tag(tag, tools=specs, tool_choice="required", reasoning="disabled")
+        structural = self.xgr.get_model_structural_tag(tag, tools=specs, tool_choice="required", reasoning=self.reasoning)
         return self.compiler.compile_structural_tag(structural)
 
     def accepts(self, grammar: Any, tokens: list[int]) -> bool:
@@ -169,15 +178,17 @@ def run(dialect: str, stride: int) -> Tally:
     markup = get_dialect(dialect).markup
     one_call = markup.messages is not None  # a call's closing ends the turn, which then holds one call
     end = tok.token_id(markup.close) if one_call else tok.eos_token_ids[0]
-    xgrammar = XGrammar(tok)
+    opened = OPENED_BY_PROMPT.get(dialect, "")
+    xgrammar = XGrammar(tok, "enabled" if opened else "disabled")
     tag = FAMILIES[dialect]
+    reasoning = "open" if opened else False
 
     def judge(kind: str, valid: bool, compiled: CompiledTools, grammar: Any, calls: list[dict[str, Any]]) -> None:
         try:
             text = render_tool_calls(calls, compiled.tools, dialect, key_order="schema")
         except Exception:  # a mutant the renderer cannot write (no such key in the format)
             return
-        spellings = [(kind, text)]
+        spellings = [(kind, opened + text)]
         if dialect in SPELLINGS:
             label, respelled = SPELLINGS[dialect]
             spellings.append((f"{kind} ({label})", respelled(text)))
@@ -185,11 +196,11 @@ def run(dialect: str, stride: int) -> Tally:
             tokens = tok.encode(judged) + [end]
             tally.judge(judged_kind, valid, compiled.check(judged).accepted, xgrammar.accepts(grammar, tokens), judged)
 
-    write = compile_tools([WRITE], dialect, tok, tool_choice="required", reasoning=False, key_order="schema")
+    write = compile_tools([WRITE], dialect, tok, tool_choice="required", reasoning=reasoning, key_order="schema")
     write_grammar = xgrammar.compile(tag, [WRITE])
     for value in AWKWARD:
         judge("awkward strings", True, write, write_grammar, [{"name": "write_file", "arguments": {"path": value, "content": value}}])
-    keywords = compile_tools([KEYWORDS], dialect, tok, tool_choice="required", reasoning=False, key_order="schema")
+    keywords = compile_tools([KEYWORDS], dialect, tok, tool_choice="required", reasoning=reasoning, key_order="schema")
     keywords_grammar = xgrammar.compile(tag, [KEYWORDS])
     judge("schema keywords", True, keywords, keywords_grammar, [{"name": "register", "arguments": KEYWORD_VALID}])
     for kind, change in KEYWORD_MUTANTS:
@@ -198,7 +209,7 @@ def run(dialect: str, stride: int) -> Tally:
         clear_caches()
         started = time.perf_counter()
         try:
-            compiled = compile_tools(entry.functions, dialect, tok, tool_choice="required", reasoning=False, key_order="schema")
+            compiled = compile_tools(entry.functions, dialect, tok, tool_choice="required", reasoning=reasoning, key_order="schema")
         except Exception:
             tally.counts["BFCL: tool set not compiled"] += 1
             continue
@@ -208,7 +219,7 @@ def run(dialect: str, stride: int) -> Tally:
         grammar = xgrammar.compile(tag, copy.deepcopy(specs))
         tally.theirs_ms.append((time.perf_counter() - started) * 1000)
         calls = [{"name": name, "arguments": arguments} for name, arguments in entry.calls[: 1 if one_call else None]]
-        if not compiled.check(render_tool_calls(calls, compiled.tools, dialect, key_order="schema")).accepted:
+        if not compiled.check(opened + render_tool_calls(calls, compiled.tools, dialect, key_order="schema")).accepted:
             tally.counts["BFCL: ground truth no valid call"] += 1  # as the tests find it
             continue
         judge("BFCL calls", True, compiled, grammar, calls)
@@ -223,7 +234,7 @@ def report(tallies: dict[str, Tally], stride: int, seconds: float) -> str:
         "",
         f"{environment()}. `python bench/xgrammar_formats.py --bfcl-stride {stride}`, {seconds:.0f} s. The same tokens "
         "through this library's constraint and XGrammar's structural tag for the family (`tool_choice` required, "
-        "reasoning off): valid calls should be accepted, mutants refused. Cold compile: each held-out BFCL entry's "
+        "reasoning off; minimax_m2's calls after the rest of the reasoning block its prompt opens): valid calls should be accepted, mutants refused. Cold compile: each held-out BFCL entry's "
         "tool set with no cache on either side (median / mean ms; this library's mask cache is warmed by the first "
         "constraint, which `mask_time`'s first-call setup counts).",
         "",

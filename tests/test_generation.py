@@ -380,3 +380,19 @@ def test_the_embedded_model_writes_a_valid_call_in_harmony(lm: LoadedModel) -> N
     result, text = written_time_calls(lm, gemma_with_harmony_markers(), "gpt_oss")
     assert result.token_ids[-1] == 73, "the call's <|call|> ends the turn"
     assert text.startswith("<|channel|>commentary to=functions.get_current_time"), text
+
+
+@functools.cache
+def gemma_with_minimax_markers() -> Any:
+    """Gemma 3's vocabulary with MiniMax-M2's markers in unused control
+    slots (77-79): only the constraint brings the model to write MiniMax's
+    invoke tags (plain text here, as in MiniMax's vocabulary)."""
+    from constrained.tokenizers.gemma import GemmaVocabulary
+
+    markers = {77: "[e~[", 78: "<minimax:tool_call>", 79: "</minimax:tool_call>"}
+    return GemmaVocabulary(name="gemma3-minimax-markers", eos_token_ids=(77, 1), renames=markers).load(None, None)
+
+
+def test_the_embedded_model_writes_a_valid_call_in_minimaxs_format(lm: LoadedModel) -> None:
+    _, text = written_time_calls(lm, gemma_with_minimax_markers(), "minimax_m2")
+    assert text.startswith('\n<minimax:tool_call>\n<invoke name="get_current_time">\n'), text

@@ -23,7 +23,7 @@ from constrained.sglang import ToolsTag
 constrained.sglang.register()
 
 DIALECTS = ("qwen3_coder", "gemma4", "functiongemma", "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v4", "deepseek_v41",
-            "deepseek_v31", "deepseek_r1", "kimi_k2", "gpt_oss")
+            "deepseek_v31", "deepseek_r1", "kimi_k2", "gpt_oss", "minimax_m2")
 TOOLS = [WRITE, WEATHER]
 CALLS = [
     {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}},

@@ -66,7 +66,7 @@ def test_a_constrained_request_carries_the_plugins_constraint_and_no_structural_
 
 
 @pytest.mark.parametrize("dialect", ["qwen3_coder", "glm47", "hermes", "gemma4", "deepseek_v32", "deepseek_v41", "deepseek_v31", "deepseek_r1",
-                                     "kimi_k2", "gpt_oss"])
+                                     "kimi_k2", "gpt_oss", "minimax_m2"])
 def test_whole_and_streamed_outputs_give_the_exact_arguments(dialect):
     request = chat()
     framing = get_dialect(dialect).markup.messages  # the text in a preamble message where the family frames text
