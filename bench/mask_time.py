@@ -605,12 +605,12 @@ def main() -> int:
     parser.add_argument("--bfcl-stride", type=int, default=5)
     parser.add_argument("--plot", help="where to draw the distributions (default: bench/mask_time.png; with --only, "
                         "the temporary directory)")
-    parser.add_argument("--only", help="run the workloads whose name holds this text (printed, not written)")
+    parser.add_argument("--only", help="run the workloads whose dialect and name hold this text (printed, not written)")
     args = parser.parse_args()
     logging.getLogger("constrained").setLevel(logging.ERROR)  # refused sequences are counted, not logged
-    loads = [load for load in workloads(args.bfcl_stride) if args.only is None or args.only in load.name]
+    loads = [load for load in workloads(args.bfcl_stride) if args.only is None or args.only in f"{load.dialect} {load.name}"]
     if not loads:
-        parser.error(f"no workload's name holds {args.only!r}")
+        parser.error(f"no workload's dialect and name hold {args.only!r}")
     run_all(loads, run)
     plot = args.plot or str(BENCH / "mask_time.png" if args.only is None else Path(tempfile.gettempdir()) / "mask_time_only.png")
     section = report(loads, plot)

@@ -118,7 +118,7 @@ def test_coding_calls_match_llguidance(dialect):
     pair = Pair(compiled)
     # The texts the dialect can write (MiniMax's values end at the first </parameter>), each twice:
     # the second time the tracker's per-token steps are remembered.
-    awkward = [text for text in AWKWARD if get_dialect(dialect).closing_problem(text, True) is None]
+    awkward = [text for text in AWKWARD if get_dialect(dialect).text_problem(text, top_level=True) is None]
     assert len(awkward) >= len(AWKWARD) - 1
     calls = [("write_file", {"path": "a.py", "content": text}) for text in awkward + awkward]
     calls.append(("edit", {"path": "a.py", "old": PYTHON[:500], "new": PYTHON[:500].replace("text", "txt")}))

@@ -316,13 +316,19 @@ def call_marks(compiled: CompiledTools) -> dict[int, int]:
     else; so after a call's opening the grammar stands where it stands in
     every call, and after its closing where it stands after every call. One
     node each then serves every call of every tool: the masks that choose
-    the tool, and those after a call (another call or the end)."""
+    the tool, and those after a call (another call or the end). Where the
+    call's markers are text inside a section of tokens (MiniMax), the
+    section's tokens are the marks: the grammar stands in one place after
+    each of them in every turn, as the frame tracker's calls run between them."""
     dialect = get_dialect(compiled.dialect)
-    if dialect.markup.messages is not None:
+    markup = dialect.markup
+    if markup.messages is not None:
         return {}  # every message's header opens with the call's opening token
     markers, tok = Markers(compiled.tokenizer), compiled.tokenizer
-    opening, closing = tok.token_id(dialect.markup.open), tok.token_id(dialect.markup.close)
-    if opening is None or closing is None or not (markers.is_token(dialect.markup.open) and markers.is_token(dialect.markup.close)):
+    marked = (markup.section.opening, markup.section.closing) if markup.section and markup.markers_in_section \
+        else (markup.open, markup.close)
+    opening, closing = map(tok.token_id, marked)
+    if opening is None or closing is None or not all(map(markers.is_token, marked)):
         return {}
     return {opening: OPENED_CALL, closing: CLOSED_CALL}
 

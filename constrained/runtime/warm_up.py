@@ -59,6 +59,7 @@ def warm_mask_cache(compiled: CompiledTools) -> None:
 
 def walk_warm_up(compiled: CompiledTools) -> None:
     """:func:`warm_mask_cache`'s walks, by the caller that claimed them."""
+    from ..dialects import get_dialect
     from ..frames.examples import warm_up_arguments
     from ..output.render import render_tool_calls
     from .constraint import ToolCallConstraint  # the constraint warms the cache it is made with
@@ -78,18 +79,22 @@ def walk_warm_up(compiled: CompiledTools) -> None:
     # walks may stop at half the cache's rows.
     calls = [(tool, arguments[turn]) for turn in range(max(map(len, variants), default=0))
              for tool, arguments in zip(tools, variants) if turn < len(arguments)]
+    # Where the output starts inside a reasoning block the prompt opened,
+    # the calls come after its closing.
+    block = get_dialect(compiled.dialect).reasoning_block() if compiled.reasoning == "open" else None
+    lead = block.closing if block is not None else ""
     for tool, arguments in calls:
         if _half_full(cache):
             break  # the rest of the cache's room is left to requests
         constraint.rollback(constraint.held(0))
         text = render_tool_calls([{"name": tool.name, "arguments": arguments}], compiled.tools, compiled.dialect,
                                  key_order=compiled.key_order)
-        _walk_call(constraint, cache, text)
+        _walk_call(constraint, cache, lead + text)
     if calls and not _half_full(cache):  # a second call after the first, where the grammar allows one
         constraint.rollback(constraint.held(0))
         twice = [{"name": calls[0][0].name, "arguments": calls[0][1]}] * 2
-        _walk_call(constraint, cache, render_tool_calls(twice, compiled.tools, compiled.dialect,
-                                                        key_order=compiled.key_order))
+        _walk_call(constraint, cache, lead + render_tool_calls(twice, compiled.tools, compiled.dialect,
+                                                               key_order=compiled.key_order))
     cache.index_rows()
 
 
