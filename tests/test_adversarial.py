@@ -451,7 +451,7 @@ UNWRITABLE = {
     **dict.fromkeys(("deepseek_v32", "deepseek_v4", "deepseek_v41", "deepseek_v31", "deepseek_r1"), {"</｜DSML｜parameter>"}),
     "kimi_k2": {"<|tool_call_end|>"},
     "gpt_oss": {"<|call|>"},
-    "minimax_m2": {"</parameter>", "</invoke>"},
+    "minimax_m2": {"</parameter>", "\n</parameter>\n"},
 }
 NUMBERS = [i * 1.5 for i in range(10_000)]
 

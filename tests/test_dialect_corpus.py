@@ -198,6 +198,7 @@ MASKBENCH_COUNTS = {
     "deepseek_r1": {"accepted": 941, **SAMPLE_COUNTS},
     "kimi_k2": {"accepted": 941, **SAMPLE_COUNTS},
     "gpt_oss": {"accepted": 941, **SAMPLE_COUNTS},
+    "minimax_m2": {"accepted": 941, "raw text reads as a non-string": 1, **SAMPLE_COUNTS},
 }
 
 

@@ -98,6 +98,10 @@ class ClosingSearch:
         self.ends = frozenset(e for e in ends if e is not None and e < tok.vocab_size)
         """The tokens that end the turn: where one is allowed, the output may end."""
         self._ends = np.array(sorted(self.ends), dtype=np.uint32)
+        section = dialect.markup.section
+        self.section_closing = len(tok.encode(section.inner + section.closing)) if section is not None else 0
+        """The tokens of a calls section's closing: a plan no longer than it
+        stands where another call may open in the section."""
         token = tok.token_id(dialect.markup.open)
         self.call_open = token if token is not None and tok.is_special(token) else None
         """The call opening, when it is one special token."""
@@ -208,18 +212,20 @@ def _mask(matcher: Any) -> np.ndarray:
 
 
 def _closing_candidates(compiled: CompiledTools) -> list[list[int]]:
-    """Token sequences that close something in this dialect: every prefix
-    of the markup a rendered call writes after a string and after a number
-    (longest first; none that is only whitespace), the reasoning closing,
-    a quote, the brackets and the separator of values."""
+    """Token sequences that close something in this dialect: every run of
+    tokens of the markup a rendered call (in its section, where the dialect
+    has one) writes after a string and after a number, from any of its
+    tokens on (a model may stop writing markup at any token of it), longest
+    first, none that is only whitespace; the reasoning closing, a quote,
+    the brackets and the separator of values."""
     tok = compiled.tokenizer
     dialect = get_dialect(compiled.dialect)
     probe = normalize_tool(_PROBE_TOOL)
     texts: list[str] = []
     for arguments, value in (({"s": _PROBE}, _PROBE), ({"n": 7}, "7")):
-        call = dialect.render_call(probe, arguments, "schema")
+        call = dialect.markup.calls_text([dialect.render_call(probe, arguments, "schema")])  # in its section
         tail = tok.encode(call[call.rfind(value) + len(value):])
-        texts += [tok.decode(tail[:end]) for end in range(len(tail), 0, -1)]
+        texts += [tok.decode(tail[start:end]) for start in range(len(tail)) for end in range(len(tail), start, -1)]
     block = dialect.reasoning_block()
     if block is not None:
         texts.append(block.closing)
@@ -229,7 +235,7 @@ def _closing_candidates(compiled: CompiledTools) -> list[list[int]]:
         tokens = tok.encode(text)
         if text.strip() and tokens not in candidates:  # whitespace closes nothing
             candidates.append(tokens)
-    return candidates
+    return sorted(candidates, key=len, reverse=True)
 
 
 _ranks: LruCache[str, np.ndarray] = LruCache("fallback token ranks", 8)
@@ -417,7 +423,7 @@ class CallBudget:
                 return False
         if len(plan) > left:
             self.overruns += 1
-        if left > len(plan) + (self.margin if plan else self.call_margin):
+        if left > len(plan) + self._margin(plan):
             return False
         if plan and left <= len(plan):
             words.fill(0)
@@ -472,7 +478,13 @@ class CallBudget:
             self._bounds[row] = len(plan)
         else:
             self._stale[row] = True
-            self._bounds[row] += self.margin if plan else self.call_margin
+            self._bounds[row] += self._margin(plan)
+
+    def _margin(self, plan: list[int] | None) -> int:
+        """How many tokens the next token may add to ``plan``: a call's
+        where one may open (the output may end, or only a calls section's
+        closing is left), else a member's."""
+        return self.call_margin if not plan or len(plan) <= self.search.section_closing else self.margin
 
     def forget(self, row: int) -> None:
         """``row`` was rolled back: its plan is found again at the next step
