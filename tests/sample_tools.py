@@ -133,3 +133,28 @@ def assert_stream_reads_as_parse(tools: Any, dialect: str, text: str, seed: int,
         stream.close()
         assert stream.result is not None and stream.result.content == expected.content
         assert [c["function"] for c in stream.result.tool_calls] == [c["function"] for c in expected.tool_calls]
+
+
+def assert_masks_equal_llguidance(compiled: CompiledTools, tokens: list[int]) -> Any:
+    """Feed ``tokens`` to a new constraint of ``compiled`` and to a plain
+    llguidance matcher, asserting each mask the constraint gives (from its
+    cache, precomputed rows or llguidance) equal to the matcher's and the
+    token allowed; the constraint, for its counters."""
+    import numpy as np
+    import torch
+
+    from constrained.runtime.constraint import ToolCallConstraint
+
+    constraint = ToolCallConstraint(compiled)
+    tok, vocab, reference = compiled.tokenizer, compiled.tokenizer.vocab_size, compiled.matcher()
+    logits = torch.zeros(1, vocab)
+    for token in tokens:
+        logits.zero_()
+        ours = torch.isfinite(constraint.mask_logits(logits))[0].numpy()
+        words = np.zeros((vocab + 31) // 32, dtype=np.uint32)
+        reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        expected = np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab].astype(bool)
+        assert (ours == expected).all() and ours[token], tok.decode([token])
+        constraint.consume([token])
+        assert reference.consume_token(token)
+    return constraint

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
-import torch
-from sample_tools import assert_stream_reads_as_parse
+from sample_tools import assert_masks_equal_llguidance, assert_stream_reads_as_parse
 
 from constrained import compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import DIALECTS, get_dialect
@@ -215,23 +213,12 @@ def test_the_chat_prompt_is_deepseeks_encoding():
 def test_masks_are_served_from_the_cache_and_equal_llguidance():
     """Every mask, precomputed rows of raw text included, is llguidance's own."""
     compiled = compile_tools([WRITE], "deepseek_v4", "deepseek_v4", tool_choice="required")
-    constraint = ToolCallConstraint(compiled)
     # JSON values are keyed by their tokens (the walk does not follow strings
     # that keep the token's text out), raw text is followed.
-    assert constraint.cache_state.startswith("on, values keyed by their tokens")
-    tok, vocab = compiled.tokenizer, compiled.tokenizer.vocab_size
-    reference = compiled.matcher()
-    logits = torch.zeros(1, vocab)
+    assert ToolCallConstraint(compiled).cache_state.startswith("on, values keyed by their tokens")
+    tok = compiled.tokenizer
     text = version_text("deepseek_v4", V32_CALL.replace("x = 1\n", "def f():\n    return '</a>' * 3\n"))
-    for token in tok.encode(text) + [tok.token_id("<｜end▁of▁sentence｜>")]:
-        logits.zero_()
-        ours = torch.isfinite(constraint.mask_logits(logits))[0].numpy()
-        words = np.zeros((vocab + 31) // 32, dtype=np.uint32)
-        reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
-        expected = np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab].astype(bool)
-        assert (ours == expected).all(), tok.decode([token])
-        constraint.consume([token])
-        assert reference.consume_token(token)
+    constraint = assert_masks_equal_llguidance(compiled, tok.encode(text) + [tok.token_id("<｜end▁of▁sentence｜>")])
     assert constraint.precomputed_rows > 0  # the raw value's masks came from the precomputed rows
 
 

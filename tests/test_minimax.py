@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import torch
-from sample_tools import WEATHER_DAYS, assert_stream_reads_as_parse
+from sample_tools import WEATHER_DAYS, assert_masks_equal_llguidance, assert_stream_reads_as_parse
 
 from constrained import compile_tools, parse_tool_calls, render_tool_calls
 from constrained.dialects import get_dialect
@@ -101,6 +99,8 @@ def test_the_parser_reads_what_models_drift_to():
     unsectioned = "\n" + INVOKE
     for text in (one_line, spaced, unclosed, unsectioned, WRITTEN.removesuffix("</minimax:tool_call>")):
         assert _read(text) == [("get_weather", CALL["arguments"])], text
+    # The line break before a parameter that ends a value is the layout's, streamed or not.
+    assert_stream_reads_as_parse(TOOLS, "minimax_m2", unclosed.replace("Paris", "Paris\n  two lines"), seed=5)
     # A name no tool has, a value that is no integer, an unclosed last value:
     # no call, the text stays content, each error says why.
     for text, reason in (
@@ -138,21 +138,10 @@ def test_masks_are_served_from_the_cache_and_equal_llguidance():
     """Raw text is followed (JSON values are keyed by their tokens: the walk
     does not follow strings that keep the closing tags out)."""
     compiled = _compiled(tool_choice="required")
-    constraint = ToolCallConstraint(compiled)
-    assert constraint.cache_state.startswith("on, values keyed by their tokens")
-    tok, vocab, reference = compiled.tokenizer, compiled.tokenizer.vocab_size, compiled.matcher()
+    assert ToolCallConstraint(compiled).cache_state.startswith("on, values keyed by their tokens")
     calls = [{"name": "get_weather", "arguments": {"city": "def f():\n    return '</a>' * 3\n" * 4, "days": 12}}] * 2
-    text = render_tool_calls(calls, TOOLS, "minimax_m2")
-    logits = torch.zeros(1, vocab)
-    for token in tok.encode(text) + [tok.token_id("[e~[")]:
-        logits.zero_()
-        ours = torch.isfinite(constraint.mask_logits(logits))[0].numpy()
-        words = np.zeros((vocab + 31) // 32, dtype=np.uint32)
-        reference.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
-        expected = np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab].astype(bool)
-        assert (ours == expected).all() and ours[token]
-        constraint.consume([token])
-        assert reference.consume_token(token)
+    tok = compiled.tokenizer
+    constraint = assert_masks_equal_llguidance(compiled, tok.encode(render_tool_calls(calls, TOOLS, "minimax_m2")) + [tok.token_id("[e~[")])
     assert constraint.precomputed_rows > 20
 
 

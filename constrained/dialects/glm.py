@@ -22,13 +22,13 @@ from ..frames.accepts import member_frames
 from ..frames.toolset import NormalizedTool
 from ..frames.types import json_types
 from ..grammar.emitter import ValueEmitter
-from ..grammar.lark import literal, regex
+from ..grammar.lark import literal
 from ..grammar.regex import escape
 from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from .base import Markers
 from .description import CallMarkup, ChatFormat, ReasoningMarkup
-from .raw_values import RawTextSyntax, RawValueDialect, RawValues, contested_keys, ends_pattern, raw_text, skip_space
-from .segments import Malformed, MarkedText, Parsed, Partial, Raw, Value, held_back_all
+from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text, skip_space
+from .segments import Malformed, Parsed, Partial, Raw, Value
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and
 # writability checks below are made from these.
@@ -66,26 +66,7 @@ class Glm45(RawValueDialect):
         values = self._values(markers, newline)
         key_open = markers(OPEN_KEY)
         key_close = f"{markers(CLOSE_KEY)}{newline} {markers(OPEN_VALUE)}"
-        contested = contested_keys(tool)
-        bodies = []
-        for frame in self.argument_objects(tool):
-            extra = emitter.additional_member(
-                frame,
-                "",
-                regex(_KEY_TEXT),
-                lambda name: f"{key_open} {name} {key_close}",
-                lambda value: values.value(value, emitter, "/additionalProperties"),
-            )
-            members = emitter.members(
-                frame,
-                lambda key, value: f"{key_open} {literal(key)} {key_close} "
-                + values.value(value, emitter, f"/properties/{key}", key in contested),
-                "",
-                extra,
-                "",
-            )
-            bodies.append(f"{literal(tool.name)}{newline} {members}".strip())
-        return " | ".join(f"({body})" for body in bodies)
+        return self.tagged_bodies(tool, emitter, values, f"{literal(tool.name)}{newline}", lambda key: f"{key_open} {key} {key_close}")
 
     def values_syntax(self, markers: Markers) -> ValueSyntax:
         # A value ends at the first </arg_value> (as a token or as text),
@@ -166,24 +147,11 @@ class Glm45(RawValueDialect):
                     raise Malformed(f"expected '<arg_value>' after the key {key!r}", name)
                 return Partial(name, pairs, resume_at=position)
             start += len(OPEN_VALUE)
-            guards = self.guards_for(name, key)
-            ends = self.cached(("ends", name, key), lambda: ends_pattern((CLOSE,), guards))  # noqa: B023 (called at once)
-            match = ends.search(body, start)
-            if match is None:
-                if final:
-                    raise Malformed(f"the value of {key!r} is not closed with '</arg_value>'", name)
-                markers = self.cached(("holds", name, key), lambda: (CLOSE, *guards, *("\n" + g for g in guards)))  # noqa: B023
-                held = held_back_all(body[start:], markers)
-                tail = MarkedText(ends, markers, body[start + len(held) :])
-                return Partial(name, pairs, key, held, resume_at=position, open_value=tail)
-            if match.lastgroup == "close":
-                pairs.append((key, self._value(name, key, body[start : match.start()])))
-                position = match.end()
-            elif match.start() == start:
-                raise Malformed(f"the value of {key!r} is missing before the next key", name)
-            else:
-                pairs.append((key, Raw(body[start : match.start()].removesuffix("\n"))))
-                position = match.start()
+            value = self.value_at(body, start, name, key, CLOSE, final=final)
+            if value.tail is not None:
+                return Partial(name, pairs, key, value.text, resume_at=position, open_value=value.tail)
+            pairs.append((key, self._value(name, key, value.text) if value.closed else Raw(value.text)))
+            position = value.end
         return Partial(name, pairs, resume_at=position)
 
     def _value(self, name: str, key: str, text: str) -> Value:

@@ -29,14 +29,14 @@ from typing import Any
 
 from ..frames.toolset import NormalizedTool
 from ..grammar.emitter import ValueEmitter
-from ..grammar.lark import literal, regex
+from ..grammar.lark import literal
 from ..grammar.regex import escape
 from ..grammar.syntax import JSON_SYNTAX, ValueSyntax
 from .base import Markers
 from .description import CallMarkup, CallSection, ChatFormat, ReasoningMarkup
 from .minimax_prompt import MiniMaxPrompt
-from .raw_values import RawTextSyntax, RawValueDialect, RawValues, contested_keys, ends_pattern, raw_text, skip_space
-from .segments import Malformed, MarkedText, Partial, Raw, held_back_all
+from .raw_values import RawTextSyntax, RawValueDialect, RawValues, raw_text, skip_space
+from .segments import Malformed, Partial, Raw
 
 # The call markup, spelled once: the grammar, scanner, renderer, guards and
 # writability checks below are made from these.
@@ -94,22 +94,7 @@ class MiniMaxM2(MiniMaxPrompt, RawValueDialect):
             f"(?s:.*({'|'.join(map(escape, (*_HELD_OUT, OPEN_PARAMETER)))}).*)",
             python_literals=False,
         )
-        contested = contested_keys(tool)
-        bodies = []
-        for frame in self.argument_objects(tool):
-            extra = emitter.additional_member(
-                frame, "", regex(_KEY_TEXT), opening, lambda value: values.value(value, emitter, "/additionalProperties")
-            )
-            members = emitter.members(
-                frame,
-                lambda key, value: f"{opening(literal(key))} "
-                + values.value(value, emitter, f"/properties/{key}", key in contested),
-                "",
-                extra,
-                "",
-            )
-            bodies.append(f"{literal(tool.name + TAG_END + chr(10))} {members}".strip())
-        return " | ".join(f"({body})" for body in bodies)
+        return self.tagged_bodies(tool, emitter, values, literal(tool.name + TAG_END + "\n"), opening)
 
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
         """Tracking starts at the block's opening token and ends at its
@@ -169,22 +154,9 @@ class MiniMaxM2(MiniMaxPrompt, RawValueDialect):
             key, start = body[position + len(OPEN_PARAMETER) : key_end], key_end + len(TAG_END)
             if not _NAME.fullmatch(key):
                 raise Malformed(f'expected {OPEN_PARAMETER}KEY"> at offset {position}', name)
-            guards = self.guards_for(name, key)
-            ends = self.cached(("ends", name, key), lambda: ends_pattern((CLOSING,), guards))  # noqa: B023 (called at once)
-            match = ends.search(body, start)
-            if match is None:
-                if final:
-                    raise Malformed(f"the value of {key!r} is not closed with {CLOSING!r}", name)
-                markers = self.cached(("holds", name, key), lambda: (CLOSING, *guards))  # noqa: B023
-                held = held_back_all(body[start:], markers)
-                tail = MarkedText(ends, markers, body[start + len(held) :])
-                return Partial(name, pairs, key, held, resume_at=position, open_value=tail)
-            if match.lastgroup == "close":
-                pairs.append((key, Raw(body[start : match.start()])))
-                position = match.end()
-            elif match.start() == start:
-                raise Malformed(f"the value of {key!r} is missing before the next parameter", name)
-            else:
-                pairs.append((key, Raw(body[start : match.start()].removesuffix("\n"))))
-                position = match.start()
+            value = self.value_at(body, start, name, key, CLOSING, final=final)
+            if value.tail is not None:
+                return Partial(name, pairs, key, value.text, resume_at=position, open_value=value.tail)
+            pairs.append((key, Raw(value.text)))
+            position = value.end
         return Partial(name, pairs, resume_at=position)

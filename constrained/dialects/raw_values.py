@@ -31,7 +31,7 @@ from ..frames.types import json_types
 from ..grammar.emitter import ValueEmitter
 from ..grammar.lark import literal, regex
 from .base import Dialect, Markers
-from .segments import Partial, Value
+from .segments import Malformed, MarkedText, Partial, Value, held_back_all
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,20 @@ class RawTextSyntax:
     stands in one place whichever members came before."""
 
 
+@dataclass(frozen=True)
+class TaggedValue:
+    """A top-level value read from its start (:meth:`RawValueDialect.value_at`):
+    up to its closing (``closed``) or a guard, its text and where the markup
+    after it starts; or, in text that stops before either, the text that
+    streams (``text``, the tail that may begin a closing held back) and the
+    value's reading from there (``tail``)."""
+
+    text: str
+    end: int = -1
+    closed: bool = False
+    tail: MarkedText | None = None
+
+
 class RawValueDialect(Dialect):
     """A dialect whose calls are read by one walk over the call's text:
     complete (``final``) or as far as an unfinished call goes.
@@ -289,6 +303,51 @@ class RawValueDialect(Dialect):
             return tuple(g for g in guards if self.value_lead and g.startswith(self.value_lead))
 
         return self.cached(("guards", name, key), make)
+
+    def tagged_bodies(self, tool: NormalizedTool, emitter: ValueEmitter, values: RawValues, head: str,
+                      opening: Callable[[str], str]) -> str:
+        """Lark for the bodies of ``tool``'s calls (one per argument object)
+        where each argument is its key in tags: ``head`` (the name and what
+        follows it), then each member as ``opening(key)`` (the key's Lark in
+        its tags; an undeclared key's by :attr:`CallMarkup.argument_key`)
+        and its value with its closing."""
+        assert self.markup.argument_key is not None, "a dialect of tagged arguments has argument_key"
+        key_text, contested = regex(self.markup.argument_key), contested_keys(tool)
+        bodies = []
+        for frame in self.argument_objects(tool):
+            extra = emitter.additional_member(
+                frame, "", key_text, opening, lambda value: values.value(value, emitter, "/additionalProperties")
+            )
+            members = emitter.members(
+                frame,
+                lambda key, value: f"{opening(literal(key))} "
+                + values.value(value, emitter, f"/properties/{key}", key in contested),
+                "",
+                extra,
+                "",
+            )
+            bodies.append(f"{head} {members}".strip())
+        return " | ".join(f"({body})" for body in bodies)
+
+    def value_at(self, body: str, start: int, name: str, key: str, closing: str, *, final: bool) -> TaggedValue:
+        """The value of ``key`` (in a call of ``name``) from ``body[start:]``:
+        to the first ``closing`` or, before it, a guard, where the one line
+        break before the guard is the layout's. When ``final``, a value
+        that reaches neither is malformed, as one that is empty before a guard."""
+        guards = self.guards_for(name, key)
+        ends = self.cached(("ends", name, key), lambda: ends_pattern((closing,), guards))
+        match = ends.search(body, start)
+        if match is None:
+            if final:
+                raise Malformed(f"the value of {key!r} is not closed with {closing!r}", name)
+            markers = self.cached(("holds", name, key), lambda: (closing, *guards, *("\n" + g for g in guards)))
+            held = held_back_all(body[start:], markers)
+            return TaggedValue(held, tail=MarkedText(ends, markers, body[start + len(held) :]))
+        if match.lastgroup == "close":
+            return TaggedValue(body[start : match.start()], match.end(), closed=True)
+        if match.start() == start:
+            raise Malformed(f"the value of {key!r} is missing before the next argument", name)
+        return TaggedValue(body[start : match.start()].removesuffix("\n"), match.start())
 
     @abstractmethod
     def raw_text_syntax(self, markers: Markers) -> RawTextSyntax:
