@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import torch
 from sample_tools import WEATHER_DAYS, assert_masks_equal_llguidance, assert_stream_reads_as_parse
 
 from constrained import compile_tools, parse_tool_calls, render_tool_calls
@@ -143,6 +144,18 @@ def test_masks_are_served_from_the_cache_and_equal_llguidance():
     tok = compiled.tokenizer
     constraint = assert_masks_equal_llguidance(compiled, tok.encode(render_tool_calls(calls, TOOLS, "minimax_m2")) + [tok.token_id("[e~[")])
     assert constraint.precomputed_rows > 20
+
+
+def test_a_raw_value_never_spells_the_calls_closing():
+    """The precomputed masks of raw text keep ``</invoke>`` out as the
+    grammar does (the parser ends a call at the first)."""
+    compiled = _compiled(tool_choice="required")
+    tok = compiled.tokenizer
+    opened = '\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris, or </invoke'
+    constraint = assert_masks_equal_llguidance(compiled, tok.encode(opened))
+    allowed = torch.isfinite(constraint.mask_logits(torch.zeros(1, tok.vocab_size)))[0]
+    assert not allowed[tok.encode(">")[0]] and allowed[tok.encode("d")[0]]
+    assert constraint.precomputed_rows > 0
 
 
 def test_the_chat_prompt_is_minimaxs_template():

@@ -12,8 +12,8 @@ The block's markers are special tokens; the tags inside it are text. A
 string is written raw, any other value as JSON (the template's ``tojson``),
 so the schema says which a value is. No value holds ``</parameter>`` (a
 value ends at the first), nor ``</invoke>`` (a call ends at the first); a
-raw value never holds ``<parameter name="``, which the parser reads as
-the next parameter of a value whose ``</parameter>`` the model left out.
+raw value never holds ``<parameter name="`` either: the parser reads it
+as the next parameter of a value whose ``</parameter>`` the model left out.
 
 The template opens the reasoning block in the prompt (``<think>\\n``), so
 the output starts inside it. Model drift the parser reads: whitespace
@@ -72,11 +72,12 @@ class MiniMaxM2(MiniMaxPrompt, RawValueDialect):
     )
     reasoning = ReasoningMarkup(tokens=("<think>", "</think>"), prompt_opens=True)
     chat = ChatFormat(prefix="]~!b[", turn="]~b]{role}\n{text}[e~[\n", roles={"assistant": "ai"})
-    any_guard = re.compile(re.escape(OPEN_PARAMETER))
+    any_guard = re.compile(f"{re.escape(OPEN_PARAMETER)}|{re.escape(END_INVOKE)}")
 
     def value_guards(self, tool: NormalizedTool | None) -> tuple[str, ...]:
-        """``<parameter name="``, of any key (a raw value never holds it)."""
-        return (OPEN_PARAMETER,)
+        """``<parameter name="``, of any key, and ``</invoke>``: a raw value
+        never holds them (the call's closing ends a value left open)."""
+        return (OPEN_PARAMETER, END_INVOKE)
 
     def values_syntax(self, markers: Markers) -> ValueSyntax:
         return replace(self.value_syntax, excluded_texts=_HELD_OUT)
