@@ -25,12 +25,14 @@ rendered calls (then fed the token):
   ground-truth call left it;
 - ``XGrammar 0.2.9``: its built-in structural tag for the dialect
   (``qwen_3_coder``, ``gemma_4``, ``qwen_3`` for hermes, ``glm_4_7``,
-  ``deepseek_v4``, ``kimi``, ``harmony`` for gpt_oss) with the same tools,
-  ``tool_choice="required"``, reasoning disabled. In gpt_oss each case is
-  its first call (the call's ``<|call|>`` ends the turn), its header
-  written as XGrammar's tag writes it (no space before ``<|constrain|>``,
-  which Harmony's documentation writes too and this library's grammar
-  accepts).
+  ``deepseek_v4``, ``kimi``, ``harmony`` for gpt_oss, ``minimax``) with
+  the same tools, ``tool_choice="required"``, reasoning disabled. In
+  gpt_oss each case is its first call (the call's ``<|call|>`` ends the
+  turn), its header written as XGrammar's tag writes it (no space before
+  ``<|constrain|>``, which Harmony's documentation writes too and this
+  library's grammar accepts). MiniMax-M2's prompt opens the reasoning
+  block: its calls follow the block's closing, with reasoning ``"open"``
+  here and ``"enabled"`` in XGrammar's tag.
 
 Workloads: coding-agent calls with long contents (``write_file`` with 3,000
 characters of Python, ``edit`` with old and new strings) in qwen3_coder,
