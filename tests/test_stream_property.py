@@ -167,3 +167,12 @@ def test_prose_streams_at_once_and_a_marker_tail_only_until_it_cannot_be_one():
         partial = chosen.markup.open[:3]
         assert parser.feed(partial) == []
         assert parser.feed("!") == [{"content": partial + "!"}]
+
+
+@pytest.mark.parametrize("dialect", sorted(name for name, dialect in DIALECTS.items() if dialect.markup.section is not None))
+def test_a_calls_section_after_an_open_code_fence_streams_as_the_parse_reads_it(dialect):
+    """The section's opening is in the fence state the text before it
+    leaves: a call after an unclosed ``` is text, streamed or not."""
+    text = "```" + render_tool_calls([{"name": "write_file", "arguments": {"path": "", "content": ""}}], TOOLS, dialect)
+    assert parse_tool_calls(text, TOOLS, dialect).content == text
+    check(dialect, text, list(text))

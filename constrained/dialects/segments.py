@@ -388,8 +388,8 @@ def _before_call(text: str, start: int, call: int, fenced: bool, section: CallSe
             at -= len(lead)
     if at > start:
         yield Segment("text", text[start:at], start, at, fenced)
-    if at < call:
-        yield Segment("section_opening", text[at:call], at, call, fenced)
+    if at < call:  # in the fence state the text before it leaves (a stream goes on from there)
+        yield Segment("section_opening", text[at:call], at, call, fenced ^ (fences_in(text, start, at) % 2 == 1))
 
 
 def _closing_markup(text: str, at: int, section: CallSection | None, fenced: bool) -> Segment | None:
