@@ -143,14 +143,21 @@ class CallMarkup:
             raise DialectError("markers_in_section: the call's markers are text inside a section, so a section is needed")
 
     @property
+    def call_tokens(self) -> tuple[str, str]:
+        """The markers that open and close the calls as special tokens: the
+        call's own, or the section's where the call's are text inside it."""
+        if self.section is not None and self.markers_in_section:
+            return self.section.opening, self.section.closing
+        return self.open, self.close
+
+    @property
     def required_tokens(self) -> tuple[str, ...]:
         """Markers that must be single special tokens of the tokenizer: the
         call's opening and closing (the section's, where the call's are text
         inside it) unless they are text holding a named token, and every
         other and named token."""
         named = tuple(marker for _, marker in self.token_rules)
-        calls = (self.section.opening, self.section.closing) if self.section and self.markers_in_section else (self.open, self.close)
-        own = tuple(m for m in calls if not any(token in m for token in named))
+        own = tuple(m for m in self.call_tokens if not any(token in m for token in named))
         return (*own, *self.other_tokens, *named)
 
     def calls_text(self, calls: list[str]) -> str:

@@ -107,7 +107,8 @@ class MiniMaxM2(MiniMaxPrompt, RawValueDialect):
             rf"(?:{invoke}(?P<tool>{_KEY_TEXT})\">\n)?{parameter}(?P<key>{_KEY_TEXT})\">"
         )
         syntax = self.text_syntax(re.compile(opening.encode()), CLOSING, close_is_token=False, close_at_start=True)
-        return replace(syntax, call_open=OPEN_SECTION, call_close=CLOSE_SECTION)
+        call_open, call_close = self.markup.call_tokens
+        return replace(syntax, call_open=call_open, call_close=call_close)
 
     def name_problem(self, name: str) -> str | None:
         return None if _NAME.fullmatch(name) and END_INVOKE not in name else _TAG_TEXT.format(tag=INVOKE + 'NAME">')

@@ -325,8 +325,7 @@ def call_marks(compiled: CompiledTools) -> dict[int, int]:
     if markup.messages is not None:
         return {}  # every message's header opens with the call's opening token
     markers, tok = Markers(compiled.tokenizer), compiled.tokenizer
-    marked = (markup.section.opening, markup.section.closing) if markup.section and markup.markers_in_section \
-        else (markup.open, markup.close)
+    marked = markup.call_tokens
     opening, closing = map(tok.token_id, marked)
     if opening is None or closing is None or not all(map(markers.is_token, marked)):
         return {}
